@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.download import download
 from data_prep.sources import locate_folder, source_folder
 from data_prep.storage import PreparedWriter

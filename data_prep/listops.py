@@ -28,8 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.listops_generator import VOCAB, TreeShape, generate_chunk
 from data_prep.sources import locate_folder
 from data_prep.storage import SPLITS, PreparedWriter, SplitArrays

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 import data_prep
-from data_prep.cli import main as data_prep_main
+from data_prep.commands import main as data_prep_main
 from data_prep.storage import DataNotPreparedError
 from lra.errors import ConfigError
 

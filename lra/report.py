@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import attention_zoo
-from lra.bench import command_line, markdown_table
-from lra.reference import ACCURACY, RUN_COST, RUN_COST_PAPER, TASKS
+from lra.provenance import markdown_table, rerun_command
+from lra.published import ACCURACY, RUN_COST, RUN_COST_PAPER, TASKS
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
@@ -316,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "or point --runs at the run folders"
         )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "lra_table.md").write_text(build_report(runs, command_line("lra.report", argv)))
+    (args.out / "lra_table.md").write_text(build_report(runs, rerun_command("lra.report", argv)))
     write_plot(args.out / "lra_accuracy_vs_time.png", latest_per_seed(runs))
     print(f"wrote {args.out / 'lra_table.md'} and {args.out / 'lra_accuracy_vs_time.png'}")
     return 0

@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 from data_prep.listops import read_tsv
 
 FIXTURE = FIXTURES / "listops2018_test_head.tsv"

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 from data_prep.pathfinder import read_image
 from data_prep.pathfinder_generator import (
     CLEARANCE,

@@ -11,7 +11,7 @@ import numpy as np
 from conftest import FIXTURES
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 
 IMDB = FIXTURES / "aclImdb"
 CIFAR = FIXTURES / "cifar-10-python.tar.gz"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lra import report
-from lra.reference import ACCURACY
+from lra.published import ACCURACY
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -44,10 +44,10 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
-from lra.bench import command_line, machine_description, markdown_table
 from lra.bench.baselines import NAIVE, bench_names, build_core
 from lra.memory import proc_status_kb, reset_peak_rss
-from lra.reference import LAYER_COST, LAYER_COST_PAPER
+from lra.provenance import machine_description, markdown_table, rerun_command
+from lra.published import LAYER_COST, LAYER_COST_PAPER
 
 CSV_COLUMNS = ("attention", "seq_len", "batch", "time_ms", "peak_mem_mb", "status")
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
@@ -582,7 +582,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         ]
         rows_by_scope[scope] = sweep(configs, run_one, args.max_step_s)
         write_csv(csv_path(args.out, device.type, scope), rows_by_scope[scope])
-    command = command_line("lra.bench", ["efficiency", *argv])
+    command = rerun_command("lra.bench", ["efficiency", *argv])
     write_markdown(args.out / f"efficiency_{device.type}.md", rows_by_scope, args, device, machine, command)
     write_plot(args.out / f"efficiency_{device.type}.png", rows_by_scope)
     print(f"wrote {args.out}/efficiency_{device.type}.{{csv,md,png}}")

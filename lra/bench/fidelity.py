@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 import attention_zoo
-from lra.bench import command_line, machine_description, markdown_table
+from lra.provenance import machine_description, markdown_table, rerun_command
 
 DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096)
 DEFAULT_BUDGETS = (16, 32, 64, 128, 256)
@@ -409,7 +409,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         )
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / f"fidelity_{device.type}.csv", rows)
-    command = command_line("lra.bench", ["fidelity", *argv])
+    command = rerun_command("lra.bench", ["fidelity", *argv])
     write_markdown(args.out / f"fidelity_{device.type}.md", rows, args, left_out, device, command)
     write_plot(args.out / f"fidelity_{device.type}.png", rows, args.lengths, args.budgets)
     print(f"wrote {args.out}/fidelity_{device.type}.{{csv,md,png}}")
