@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from attention_zoo.masking import check_inputs, zero_padding
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import PositiveInt, register_attention
 
 
 @register_attention("linformer", approximates="standard", budget_option="proj_dim")
@@ -24,10 +24,8 @@ class LinformerAttention(nn.Module):
     N(0, 1/proj_dim) so a projected row has the scale of a sum of N/proj_dim inputs.
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int, proj_dim: int = 256) -> None:
+    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int, proj_dim: PositiveInt = 256) -> None:
         super().__init__()
-        if not isinstance(proj_dim, int) or proj_dim < 1:
-            raise ValueError(f"linformer: proj_dim must be an integer >= 1, got {proj_dim!r}")
         self.seq_len = seq_len
         self.scale = head_dim**-0.5
         std = proj_dim**-0.5

@@ -14,7 +14,7 @@ from torch import nn
 
 from attention_zoo.masking import check_inputs, key_padding_bias, zero_padding
 from attention_zoo.pinv import iterative_pinv
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
 
 
 def segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
@@ -54,24 +54,11 @@ class NystromAttention(nn.Module):
         head_dim: int,
         num_heads: int,
         seq_len: int,
-        num_landmarks: int = 64,
-        pinv_iterations: int = 6,
-        conv_kernel_size: int | None = 35,
+        num_landmarks: PositiveInt = 64,
+        pinv_iterations: PositiveInt = 6,
+        conv_kernel_size: OddPositiveInt | None = 35,
     ) -> None:
         super().__init__()
-        for option, value in (("num_landmarks", num_landmarks), ("pinv_iterations", pinv_iterations)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"nystrom: {option} must be an integer >= 1, got {value!r}")
-        if conv_kernel_size is not None and (
-            isinstance(conv_kernel_size, bool)
-            or not isinstance(conv_kernel_size, int)
-            or conv_kernel_size < 1
-            or conv_kernel_size % 2 == 0
-        ):
-            raise ValueError(
-                f"nystrom: conv_kernel_size must be an odd integer >= 1 or None (no conv skip), "
-                f"got {conv_kernel_size!r}"
-            )
         self.head_dim = head_dim
         self.num_landmarks = num_landmarks
         self.pinv_iterations = pinv_iterations

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from attention_zoo.masking import check_inputs
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import PositiveInt, register_attention
 
 
 def orthogonal_gaussian_features(
@@ -48,10 +48,10 @@ class PerformerAttention(nn.Module):
     Buffer ``features``: (num_features, head_dim), shared across heads.
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int, num_features: int = 256) -> None:
+    def __init__(
+        self, *, head_dim: int, num_heads: int, seq_len: int, num_features: PositiveInt = 256
+    ) -> None:
         super().__init__()
-        if not isinstance(num_features, int) or num_features < 1:
-            raise ValueError(f"performer: num_features must be an integer >= 1, got {num_features!r}")
         self.head_dim = head_dim
         self.num_features = num_features
         self.register_buffer("features", orthogonal_gaussian_features(num_features, head_dim))

@@ -37,22 +37,27 @@ from lra.summary import format_table, make_summary, now_iso, write_summary
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
-MODEL_OPTIONS = ("dim", "depth", "num_heads", "ffn_dim", "classifier_dim", "dropout")
 # Exit status after SIGTERM, as a shell reports a process ended by it.
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 
 
 def build_model(cfg: DictConfig) -> LRAClassifier:
-    """The shared encoder for ``cfg.task`` with the attention of ``cfg.attention`` in every layer."""
-    model = LRAClassifier(
-        vocab_size=cfg.task.vocab_size,
-        num_classes=cfg.task.num_classes,
-        seq_len=cfg.task.seq_len,
-        attention=instantiate(cfg.attention),
-        dual=cfg.task.dual,
-        **{key: cfg.model[key] for key in MODEL_OPTIONS},
-    )
-    if cfg.model.compile:
+    """The shared encoder for ``cfg.task`` (``cfg.model`` its options) with the attention of
+    ``cfg.attention`` in every layer; a ``ConfigError`` (one line) when an argument is invalid."""
+    options = OmegaConf.to_container(cfg.model, resolve=True)
+    compile_encoder = options.pop("compile")
+    try:
+        model = LRAClassifier(
+            vocab_size=cfg.task.vocab_size,
+            num_classes=cfg.task.num_classes,
+            seq_len=cfg.task.seq_len,
+            attention=instantiate(cfg.attention),
+            dual=cfg.task.dual,
+            **options,
+        )
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"cannot build the model: {error}".splitlines()[0]) from None
+    if compile_encoder:
         model.encoder = torch.compile(model.encoder)
     return model
 
@@ -193,11 +198,11 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
         if cfg.threads is not None:
             torch.set_num_threads(cfg.threads)
         L.seed_everything(cfg.seed, workers=True, verbose=False)
+        module = build_module(cfg)  # a bad model or attention option stops here, before any data work
         datamodule = build_datamodule(cfg)
         if rank_zero_only.rank == 0:  # a missing set is built (or reported) before any logger starts
             datamodule.prepare_data()
             datamodule.setup("fit")
-        module = build_module(cfg)
         run_identity = RunIdentity(cfg.task.name, cfg.attention.name, cfg.seed, plan.wandb_run_id)
         loggers = build_loggers(
             cfg.logger, run_identity, run_dir, OmegaConf.to_container(cfg, resolve=True), resumed_step

@@ -16,6 +16,7 @@ from lra import resolvers
 from lra.checks import check_config
 from lra.errors import ConfigError
 from lra.loggers import wandb_credentials_found
+from lra.train import build_model
 
 ATTENTION_FILES = sorted(path.stem for path in (CONF_DIR / "attention").glob("*.yaml"))
 APPROXIMATE = [name for name in attention_zoo.available() if attention_zoo.spec(name).budget_option]
@@ -32,7 +33,6 @@ def test_attention_config_states_the_registry_options_and_defaults(name):
     assert attention.pop("_target_") == "attention_zoo.build_attention"
     assert attention.pop("_partial_") is True
     assert attention.pop("name") == name
-    assert {attention.pop(key) for key in ("seq_len", "head_dim", "num_heads")} == {2000, 32, 2}
     assert attention == attention_zoo.spec(name).options
 
 
@@ -55,9 +55,10 @@ def test_explicit_option_beats_the_budget():
         assert cfg.attention.num_landmarks == 32
 
 
-def test_shapes_are_interpolated_from_task_and_model():
+def test_the_model_passes_its_shapes_to_the_attention():
     cfg = compose_config(["task=retrieval", "attention=linformer", "model.dim=96", "model.num_heads=4"])
-    assert (cfg.attention.seq_len, cfg.attention.head_dim, cfg.attention.num_heads) == (4000, 24, 4)
+    core = build_model(cfg).encoder.blocks[0].attention.core
+    assert core.key_proj.shape == (4000, 256) and core.scale == 24**-0.5
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -65,7 +66,8 @@ def test_every_task_composes_with_every_attention(task):
     for name in attention_zoo.available():
         cfg = compose_config([f"task={task}", f"attention={name}", "features=16"])
         assert cfg.task.name == task and cfg.attention.name == name
-        check_config(cfg)  # builds one core of this attention at the task's length
+        check_config(cfg)
+        build_model(cfg)  # the encoder with this attention in every layer at the task's length
 
 
 def test_task_defaults_follow_the_skyformer_protocol():
@@ -172,12 +174,13 @@ def test_launchers_compose(launcher):
     [
         (
             "attention.num_landmarks=0",
-            r"^attention.num_landmarks=0 is invalid: it must be a positive integer$",
+            r"^attention 'nystrom': num_landmarks must be an integer >= 1, got 0$",
         ),
+        ("attention.conv_kernel_size=true", r"^attention 'nystrom': conv_kernel_size must be an odd integer"),
         ("attention.num_landmarks=4096", r"^attention.num_landmarks=4096 exceeds task.seq_len=2000"),
         ("task.lr=-0.001", r"^task.lr=-0.001 is invalid: it must be a number > 0$"),
         ("task.batch_size=0", r"^task.batch_size=0 is invalid"),
-        ("model.dim=65", r"^cannot resolve .*65 is not divisible by 2"),
+        ("model.dim=65", r"^cannot build the model: model.dim=65 must be a multiple of model.num_heads=2$"),
         ("model.dropout=1.5", r"^model.dropout=1.5 is invalid"),
         (
             "attention.name=nope",
@@ -189,8 +192,10 @@ def test_launchers_compose(launcher):
     ],
 )
 def test_bad_values_are_one_clear_line(override, message):
+    cfg = compose_config([override])
     with pytest.raises(ConfigError, match=message) as caught:
-        check_config(compose_config([override]))
+        check_config(cfg)
+        build_model(cfg)  # what only building can tell, still before any data or training
     assert "\n" not in str(caught.value)
 
 

@@ -142,7 +142,7 @@ class NaNAttention(nn.Module):
 
 def test_nan_loss_stops_the_run(data_root, tmp_path, monkeypatch):
     monkeypatch.setitem(
-        registry._REGISTRY, "nan-test", registry.AttentionSpec("nan-test", NaNAttention, {}, None, None)
+        registry._REGISTRY, "nan-test", registry.AttentionSpec("nan-test", NaNAttention, {}, {}, None, None)
     )
     summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=nan-test")
     assert summary["status"] == "nan"
@@ -234,7 +234,7 @@ def test_unexpected_error_keeps_its_traceback(data_root, tmp_path, monkeypatch):
 
     monkeypatch.setattr(NaNAttention, "forward", broken)
     monkeypatch.setitem(
-        registry._REGISTRY, "broken", registry.AttentionSpec("broken", NaNAttention, {}, None, None)
+        registry._REGISTRY, "broken", registry.AttentionSpec("broken", NaNAttention, {}, {}, None, None)
     )
     summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=broken")
     assert summary["status"] == "failed" and summary["error"].startswith("RuntimeError: core exploded")

@@ -63,7 +63,7 @@ def test_bad_option_exits_with_one_clear_line(data_root, tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "lra: failed: attention.num_landmarks=0 is invalid: it must be a positive integer"
+        "lra: failed: attention 'nystrom': num_landmarks must be an integer >= 1, got 0"
     )
     assert "Traceback" not in result.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["status"] == "failed"

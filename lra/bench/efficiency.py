@@ -114,12 +114,11 @@ def encoder_step(config: BenchConfig, device: torch.device) -> Callable[[], None
     """The whole encoder: tokens (batch, n) -> LRAClassifier -> cross-entropy -> backward."""
     from lra.model import LRAClassifier
 
-    head_dim = config.dim // config.heads
     model = LRAClassifier(
         vocab_size=ENCODER_VOCAB,
         num_classes=ENCODER_CLASSES,
         seq_len=config.seq_len,
-        attention=partial(build_core, config.attention, head_dim, config.heads, config.seq_len),
+        attention=partial(build_core, config.attention),
         dim=config.dim,
         num_heads=config.heads,
     ).to(device)
