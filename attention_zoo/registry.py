@@ -62,6 +62,7 @@ class Odd:
 PositiveInt = Annotated[int, Bounds(low=1)]
 OddPositiveInt = Annotated[int, Bounds(low=1), Odd()]
 PositiveFloat = Annotated[float, Bounds(low=0, low_open=True)]
+NonNegativeFloat = Annotated[float, Bounds(low=0)]
 Probability = Annotated[float, Bounds(low=0, high=1, high_open=True)]
 
 

@@ -34,6 +34,16 @@ TASK_SHAPES = {
 EASY_SEQ_LEN = 32
 EASY_VOCAB = 5
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``cuda`` skip, with the reason, where no CUDA GPU is present."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none is present)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
 # The tests run tiny tensors on a small shared machine, where one intra-op thread is several times
 # faster than contending for every core; no test asserts a speed.
 torch.set_num_threads(1)
