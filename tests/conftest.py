@@ -34,6 +34,7 @@ TASK_SHAPES = {
 EASY_SEQ_LEN = 32
 EASY_VOCAB = 5
 
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``cuda`` skip, with the reason, where no CUDA GPU is present."""
     if torch.cuda.is_available():
