@@ -52,10 +52,21 @@ def to_grayscale(rgb: np.ndarray) -> np.ndarray:
     return np.clip(gray * np.float32(255.5), 0, 255).astype(np.uint8)
 
 
+def read_pickle(path: Path) -> dict:
+    """The dict pickled in a CIFAR-10 python file; ``ValueError`` naming the file when it is damaged."""
+    try:
+        with open(path, "rb") as handle:
+            content = pickle.load(handle, encoding="bytes")
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as error:
+        raise ValueError(f"{path} is not a readable pickle (truncated or damaged: {error})") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{path} holds a {type(content).__name__}, not the dict of a CIFAR-10 python file")
+    return content
+
+
 def load_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Images (N, 3072) uint8 and labels (N,) of one CIFAR-10 python batch."""
-    with open(path, "rb") as handle:
-        batch = pickle.load(handle, encoding="bytes")
+    batch = read_pickle(path)
     try:
         data = np.asarray(batch[b"data"], dtype=np.uint8)
         labels = np.asarray(batch[b"labels"], dtype=np.int64)
@@ -75,8 +86,10 @@ def class_names(folder: Path) -> list[str] | None:
     meta_file = folder / "batches.meta"
     if not meta_file.is_file():
         return None
-    with open(meta_file, "rb") as handle:
-        return [name.decode() for name in pickle.load(handle, encoding="bytes")[b"label_names"]]
+    try:
+        return [name.decode() for name in read_pickle(meta_file)[b"label_names"]]
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{meta_file} has no list of label names ({error!r})") from None
 
 
 def run_image(args: argparse.Namespace) -> None:

@@ -79,7 +79,6 @@ def build_datamodule(cfg: DictConfig) -> LRADataModule:
     return LRADataModule(
         root=Path(cfg.data_root).resolve(),
         dataset=task.dataset,
-        prepare=None if task.prepare is None else [list(args) for args in task.prepare],
         batch_size=task.batch_size,
         expected={key: task[key] for key in ("seq_len", "vocab_size", "num_classes")},
         dual=task.dual,
@@ -246,7 +245,7 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
             device=device_description(parts.trainer if parts else None, str(cfg.trainer.accelerator)),
             started=started,
             output_dir=run_dir,
-            data=datamodule.description() if datamodule is not None and datamodule.meta else None,
+            data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
             resumed_from=resumed_from,
         )
         if rank_zero_only.rank == 0:

@@ -12,6 +12,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import attention_zoo
+from data_prep.recipes import RECIPES
 from lra import resolvers
 from lra.checks import check_config
 from lra.errors import ConfigError
@@ -140,8 +141,10 @@ def test_experiments():
     assert compose_config(["experiment=nystromformer", "task=listops", "task.lr=3e-4"]).task.lr == 3e-4
     demo = compose_config(["experiment=demo"])
     assert (demo.task.name, demo.task.dataset, demo.trainer.accelerator) == ("listops", "listops-demo", "cpu")
-    (prepare,) = demo.task.prepare
-    assert prepare[0] == "listops" and prepare[prepare.index("--seq-len") + 1] == demo.task.seq_len
+    (build,) = RECIPES[demo.task.dataset].builds  # the demo set's recipe matches the demo's length
+    assert build.argv[0] == "listops" and build.argv[build.argv.index("--seq-len") + 1] == str(
+        demo.task.seq_len
+    )
     check_config(demo)
 
 
