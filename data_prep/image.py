@@ -101,9 +101,8 @@ def run_image(args: argparse.Namespace) -> None:
     hint = "Give cifar-10-python.tar.gz or the cifar-10-batches-py folder (or its parent), or use --download."
     with source_folder(source, args.root, "image", lambda name: f"{FOLDER}/" in name) as unpacked:
         folder = locate_folder(unpacked, FOLDER, [*TRAIN_BATCHES, TEST_BATCH], hint)
-        batches = [
-            load_batch(folder / name) for name in tqdm([*TRAIN_BATCHES, TEST_BATCH], desc="image read")
-        ]
+        with tqdm([*TRAIN_BATCHES, TEST_BATCH], desc="image read") as batch_names:  # closed on an error too
+            batches = [load_batch(folder / name) for name in batch_names]
         names = class_names(folder)
     train_gray = np.concatenate([to_grayscale(data) for data, _ in batches[:-1]])
     train_labels = np.concatenate([labels for _, labels in batches[:-1]])

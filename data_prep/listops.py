@@ -108,9 +108,9 @@ def write_from_files(writer: PreparedWriter, files: dict[str, Path], seq_len: in
             raise ValueError(f"{path} holds no examples after its header")
         arrays = writer.create_split(split, rows, (seq_len,), VOCAB_SIZE)
         truncated[split] = 0
-        rows = tqdm(read_tsv(path), total=len(arrays.labels), desc=f"listops {split}", unit="row")
-        for index, (ids, label) in enumerate(rows):
-            truncated[split] += put_row(arrays, index, ids, label)
+        with tqdm(read_tsv(path), total=len(arrays.labels), desc=f"listops {split}", unit="row") as examples:
+            for index, (ids, label) in enumerate(examples):
+                truncated[split] += put_row(arrays, index, ids, label)
     return truncated
 
 

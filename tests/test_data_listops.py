@@ -194,3 +194,18 @@ def test_command_line_errors_exit_1_and_write_nothing(tmp_path, capsys):
     assert main(["listops", "--root", str(tmp_path), "--source", str(tmp_path)]) == 1
     assert "found no basic_train.tsv" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tsv"]
+
+
+def test_tsv_files_with_only_their_header_stop_with_the_file_and_write_nothing(tmp_path, capsys):
+    folder = tmp_path / "listops-1000"
+    folder.mkdir()
+    for split in ("train", "val", "test"):
+        (folder / f"basic_{split}.tsv").write_text("Source\tTarget\r\n")
+    root = tmp_path / "data"
+    assert main(["listops", "--root", str(root), "--source", str(folder)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert (
+        lines[-1]
+        == f"data_prep listops: error: {folder / 'basic_train.tsv'} holds no examples after its header"
+    )
+    assert not root.exists() or list(root.iterdir()) == []

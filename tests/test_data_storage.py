@@ -127,6 +127,11 @@ def test_bad_writer_input_is_a_clear_value_error(tmp_path):
     with pytest.raises(ValueError, match="split must be one of"):
         data_prep.load("x", "dev", root=tmp_path)
     assert token_dtype(256) == np.uint8 and token_dtype(257) == np.uint16
+    with pytest.raises(ValueError, match="would have no train and no test examples: its source holds none"):
+        with PreparedWriter(tmp_path, "empty", meta()) as writer:
+            for split in ("train", "val", "test"):
+                writer.create_split(split, 0, (5,), 16)
+    assert not (tmp_path / "empty").exists()
 
 
 def test_split_pickles_without_its_arrays_and_batches_as_int64_tensors(tmp_path):

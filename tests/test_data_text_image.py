@@ -179,3 +179,18 @@ def test_image_rejects_a_batch_without_data(tmp_path, capsys):
             pickle.dump({b"labels": [0]}, handle)
     assert main(["image", "--root", str(tmp_path / "data"), "--source", str(folder)]) == 1
     assert "data_batch_1 is not a CIFAR-10 python batch" in capsys.readouterr().err
+
+
+def test_a_truncated_batch_stops_with_one_line_naming_it_and_writes_nothing(tmp_path, capsys):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    image = np.zeros((2, 3072), dtype=np.uint8)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        write_batch(folder, name, image, [0, 1])
+    damaged = folder / "data_batch_3"
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    root = tmp_path / "data"
+    assert main(["image", "--root", str(root), "--source", str(folder)]) == 1
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]  # after the closed progress bar
+    assert last_line.startswith(f"data_prep image: error: {damaged} is not a readable pickle (truncated")
+    assert not root.exists() or list(root.iterdir()) == []
