@@ -13,13 +13,12 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
+from source_samples import SOURCES, real_sample, write_cifar_archive, write_imdb, write_listops_2018
 
 import lra  # noqa: F401  (registers the lra.* resolvers)
 from data_prep import PreparedWriter
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-# Real samples of the source formats: ../shared/fixtures beside the checkout (see its README).
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 TINY_SEQ_LEN = 32
 TINY_COUNTS = {"train": 40, "val": 16, "test": 16}
@@ -120,6 +119,34 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         write_random_set(root, task, seed)
     write_easy_set(root)
     return root
+
+
+# Each reader test runs on source files that the tests write in the exact format and, where
+# ../shared/fixtures is beside the checkout, again on the real public samples there.
+
+
+@pytest.fixture(params=SOURCES)
+def imdb_folder(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``aclImdb`` folder: 3 reviews per class and split, non-ASCII ones and ones over 4000 bytes."""
+    if request.param == "real sample":
+        return real_sample("aclImdb")
+    return write_imdb(tmp_path_factory.mktemp("imdb"))
+
+
+@pytest.fixture(params=SOURCES)
+def cifar_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``cifar-10-python.tar.gz``: 12 images per training batch, 40 test images starting 3, 8, 8, 0, 6."""
+    if request.param == "real sample":
+        return real_sample("cifar-10-python.tar.gz")
+    return write_cifar_archive(tmp_path_factory.mktemp("cifar") / "cifar-10-python.tar.gz")
+
+
+@pytest.fixture(params=SOURCES)
+def listops_2018_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The head of a 2018 ListOps TSV (``Target<TAB>Source``): 40 rows."""
+    if request.param == "real sample":
+        return real_sample("listops2018_test_head.tsv")
+    return write_listops_2018(tmp_path_factory.mktemp("listops") / "test_d20s_head.tsv")
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
