@@ -155,19 +155,11 @@ def compose_config(overrides: list[str]) -> DictConfig:
         return compose(config_name="config", overrides=overrides)
 
 
-def tiny_data_overrides(data_root: Path) -> list[str]:
-    """Overrides that point a run at the tiny data: CSV logger only, no worker processes."""
-    return [
-        "logger=csv",
-        f"data_root={data_root}",
-        f"task.seq_len={TINY_SEQ_LEN}",
-        "task.batch_size=8",
-        "features=8",
-        "num_workers=0",
-    ]
+def tiny_data_overrides(data_root: Path, *extra: str) -> list[str]:
+    """A fast dev run (``debug=fdr``) on the tiny prepared sets of ``data_root``."""
+    return ["debug=fdr", f"data_root={data_root}", f"task.seq_len={TINY_SEQ_LEN}", *extra]
 
 
 def smoke_overrides(data_root: Path, task: str, attention: str, *extra: str) -> list[str]:
-    """A few steps of ``task`` × ``attention`` on the tiny data."""
-    task_and_attention = [f"task={task}", f"attention={attention}"]
-    return [*task_and_attention, "trainer=smoke", *tiny_data_overrides(data_root), *extra]
+    """``task`` × ``attention`` as a fast dev run on the tiny data."""
+    return [f"task={task}", f"attention={attention}", *tiny_data_overrides(data_root, *extra)]

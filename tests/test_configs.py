@@ -212,3 +212,13 @@ def test_online_wandb_without_credentials_fails_at_once(monkeypatch, tmp_path: P
     (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password " + "x" * 40 + "\n")
     assert wandb_credentials_found()
     check_config(compose_config(["logger.wandb.mode=online"]))
+
+
+def test_debug_fdr_is_a_fast_dev_run_that_composes_with_any_task():
+    for task in TASKS:
+        cfg = compose_config([f"task={task}", "debug=fdr"])
+        trainer = cfg.trainer
+        assert (trainer.max_steps, trainer.limit_val_batches, trainer.limit_test_batches) == (2, 1, 1)
+        assert trainer.accelerator == "cpu" and list(cfg.logger) == ["csv"]
+        assert (cfg.task.batch_size, cfg.features, cfg.num_workers) == (8, 8, 0)
+    assert compose_config(["debug=fdr", "trainer=ddp"]).trainer.strategy == "ddp"  # the command line wins

@@ -105,6 +105,7 @@ def test_wandb_offline_writes_a_run_folder(data_root, tmp_path, monkeypatch):
     assert wandb.run is None  # finished after the job
 
 
+@pytest.mark.slow  # 200 training steps
 def test_loop_learns_an_easy_task(data_root, tmp_path):
     """2 classes, balanced: the accuracy after a short run must clearly beat the majority class."""
     summary = run_job(

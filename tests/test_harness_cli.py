@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import TINY_SEQ_LEN, tiny_data_overrides
+
+pytestmark = pytest.mark.slow  # each test starts python -m lra in a subprocess
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,8 +29,8 @@ def lra_command(args: list[str], cwd: Path = REPO, timeout: int = 240) -> subpro
 
 
 def tiny(data_root: Path, *extra: str) -> list[str]:
-    """A smoke run on the tiny data of conftest.py."""
-    return ["trainer=smoke", *tiny_data_overrides(data_root), *extra]
+    """A fast dev run on the tiny data of conftest.py."""
+    return tiny_data_overrides(data_root, *extra)
 
 
 def test_single_run_writes_its_folder_and_prints_the_table(data_root, tmp_path):
