@@ -1,4 +1,4 @@
-"""Callbacks of every run: the efficiency metrics of DESIGN.md § Metrics, and validation at the last step."""
+"""Callbacks of every run: the perf/* metrics (docs/design.md § Training) and validation at the last step."""
 
 from __future__ import annotations
 
