@@ -1,0 +1,103 @@
+"""Finished runs as the report reads them: one record per ``summary.json``, and metrics over seeds."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import attention_zoo
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``summary.json``. ``variant``: the attention's name plus its non-default options."""
+
+    path: Path
+    task: str
+    variant: str
+    seed: int | None
+    status: str
+    error: str
+    metrics: dict[str, float]
+    device: str
+    started: str
+    finished: str
+
+
+def variant_label(attention: str, config: dict) -> str:
+    """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
+    that differ from the core's defaults, so sweeps over options give separate rows; a prepared set
+    other than the task's own (``dataset=listops-demo``) is named too, so that such runs never sit
+    in a row that reads as the LRA protocol."""
+    chosen = config.get("attention") or {}
+    defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
+    changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
+    task = config.get("task") or {}
+    if task.get("dataset") not in (None, task.get("name")):
+        changed.append(f"dataset={task['dataset']}")
+    return f"{attention} ({', '.join(changed)})" if changed else attention
+
+
+def load_run(path: Path) -> Run:
+    """A run from its summary.json; an unreadable file becomes a run with status ``unreadable``."""
+    try:
+        summary = json.loads(path.read_text())
+        return Run(
+            path=path,
+            task=str(summary["task"]),
+            variant=variant_label(str(summary["attention"]), summary.get("config") or {}),
+            seed=summary.get("seed"),
+            status=str(summary["status"]),
+            error=str(summary.get("error") or ""),
+            metrics=summary.get("metrics") or {},
+            device=str(summary.get("device") or "unknown"),
+            started=str(summary.get("started") or ""),
+            finished=str(summary.get("finished") or ""),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
+
+
+def find_runs(roots: Sequence[Path]) -> list[Run]:
+    """Every summary.json under ``roots``, sorted by path."""
+    return [load_run(path) for root in roots for path in sorted(root.rglob("summary.json"))]
+
+
+def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
+    """Completed runs with one per (variant, task, seed): a rerun of a seed replaces the earlier one."""
+    latest: dict[tuple[str, str, object], Run] = {}
+    for run in sorted((r for r in runs if r.status == "completed"), key=lambda r: r.finished):
+        latest[(run.variant, run.task, run.seed)] = run
+    return list(latest.values())
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Mean and sample std (0 for one seed) of a metric over seeds, and the number of seeds."""
+
+    mean: float
+    std: float
+    count: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Cell:
+        return cls(
+            statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values)
+        )
+
+    def format(self, digits: int = 2) -> str:
+        spread = f" ± {self.std:.{digits}f}" if self.count > 1 else ""
+        return f"{self.mean:.{digits}f}{spread} ({self.count})"
+
+
+def metric_cells(runs: Sequence[Run], metric: str, scale: float = 1.0) -> dict[str, dict[str, Cell]]:
+    """variant -> task -> Cell of ``metric × scale`` over the runs that report it."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if run.metrics.get(metric) is not None:
+            values[run.variant][run.task].append(float(run.metrics[metric]) * scale)
+    return {variant: {task: Cell.of(v) for task, v in tasks.items()} for variant, tasks in values.items()}
