@@ -20,6 +20,9 @@ from omegaconf.errors import OmegaConfBaseException
 import attention_zoo
 from lra.errors import ConfigError
 from lra.loggers import check_loggers
+from lra.schedules import SCHEDULES
+
+CLIPPING = ("norm", "value", None)  # protocol.clip: Lightning's gradient_clip_algorithm, or no clipping
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,14 @@ RULES = (
     Rule(("task.warmup_steps",), lambda v: is_int(v) and v >= 0, "an integer >= 0"),
     Rule(("task.lr",), lambda v: is_number(v) and v > 0, "a number > 0"),
     Rule(("task.weight_decay",), lambda v: is_number(v) and v >= 0, "a number >= 0"),
-    Rule(("model.dropout",), lambda v: is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    Rule(
+        ("model.dropout", "protocol.select_after", "protocol.attention_dropout"),
+        lambda v: is_number(v) and 0 <= v < 1,
+        "a number in [0, 1)",
+    ),
+    Rule(("protocol.schedule",), lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
+    Rule(("protocol.clip",), lambda v: v in CLIPPING, "one of norm, value, null (no clipping)"),
+    Rule(("protocol.clip_value",), lambda v: is_number(v) and v > 0, "a number > 0"),
     Rule(("seed",), lambda v: is_int(v) and 0 <= v < 2**32, "an integer in [0, 2**32)"),
     Rule(("num_workers",), lambda v: is_int(v) and v >= 0, "an integer >= 0"),
     Rule(
@@ -120,9 +130,19 @@ def check_attention(cfg: DictConfig) -> None:
                 )
 
 
+def check_schedule(cfg: DictConfig) -> None:
+    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the run."""
+    if cfg.protocol.schedule == "one_cycle" and cfg.task.warmup_steps > cfg.trainer.max_steps:
+        raise ConfigError(
+            f"task.warmup_steps={cfg.task.warmup_steps} exceeds trainer.max_steps={cfg.trainer.max_steps}: "
+            "the one_cycle schedule needs its peak within the run"
+        )
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
     cfg = resolved(cfg)
     check_values(cfg)
+    check_schedule(cfg)
     check_attention(cfg)
     check_loggers(cfg.logger)

@@ -1,6 +1,7 @@
 """The shared LRA encoder (docs/design.md § The encoder): one small Transformer for every task × attention.
 
-Token embedding + learned absolute position embedding; ``depth`` pre-LayerNorm blocks (multi-head
+Token embedding + learned absolute position embedding, both drawn from N(0, 0.02²) as in both
+papers' code; ``depth`` pre-LayerNorm blocks (multi-head
 self-attention around a zoo core, then a GELU feed-forward); a final LayerNorm; mean pooling over
 the real tokens; an MLP classifier. Retrieval (``dual=True``) encodes both documents with the same
 encoder and classifies ``[u, v, u*v, u-v]``.
@@ -18,6 +19,8 @@ import torch
 from torch import nn
 
 from attention_zoo import MultiHeadSelfAttention
+
+EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
 
 def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -75,6 +78,8 @@ class Encoder(nn.Module):
             raise ValueError(f"model.dim={dim} must be a multiple of model.num_heads={num_heads}")
         self.token_embedding = nn.Embedding(vocab_size, dim)
         self.position_embedding = nn.Embedding(seq_len, dim)
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=EMBEDDING_INIT_STD)
         self.dropout = nn.Dropout(dropout)
         shapes = {"head_dim": dim // num_heads, "num_heads": num_heads, "seq_len": seq_len}
         self.blocks = nn.ModuleList(

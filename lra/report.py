@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from lra.provenance import markdown_table, rerun_command
@@ -172,7 +174,27 @@ def write_plot(path: Path, runs: Sequence[Run]) -> None:
     plt.close(fig)
 
 
+def split_by_protocol(runs: Sequence[Run]) -> list[Run]:
+    """``runs``, each variant labelled with its training protocol when the completed runs do not all
+    share one, so that runs trained differently never share a row."""
+    if len({run.protocol for run in runs if run.status == "completed"}) <= 1:
+        return list(runs)
+    return [replace(run, variant=f"{run.variant} [{run.protocol}]") for run in runs]
+
+
+def protocols_section(runs: Sequence[Run]) -> str:
+    """The header line(s) naming the training protocol(s) of the completed runs."""
+    counts = Counter(run.protocol for run in runs)
+    if len(counts) <= 1:
+        return f"- training protocol: {next(iter(counts), 'none')}"
+    lines = ["- training protocols differ between these runs (each row names its own in brackets):"]
+    return "\n".join(
+        lines + [f"  - {protocol}: {count} run(s)" for protocol, count in sorted(counts.items())]
+    )
+
+
 def build_report(runs: Sequence[Run], command: str) -> str:
+    """The markdown report of ``runs`` (already passed through ``split_by_protocol``)."""
     completed = latest_per_seed(runs)
     return (
         "\n\n".join(
@@ -182,6 +204,7 @@ def build_report(runs: Sequence[Run], command: str) -> str:
                 f"run(s) counted (the latest per attention × task × seed), "
                 f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below).",
                 provenance(runs),
+                protocols_section(completed),
                 "## Test accuracy (%)",
                 "Mean ± sample std over seeds (number of seeds); the average is the mean of the five task "
                 "means and is given only where all five tasks have runs.",
@@ -213,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         parser.error(f"--runs folder(s) not found: {', '.join(missing)}")
     roots = args.runs or [root for root in DEFAULT_RUNS if root.is_dir()]
-    runs = find_runs(roots)
+    runs = split_by_protocol(find_runs(roots))
     if not runs:
         searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))
         raise FileNotFoundError(

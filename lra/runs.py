@@ -14,7 +14,8 @@ import attention_zoo
 
 @dataclass(frozen=True)
 class Run:
-    """One ``summary.json``. ``variant``: the attention's name plus its non-default options."""
+    """One ``summary.json``. ``variant``: the attention's name plus its non-default options;
+    ``protocol``: how it trained (schedule, clipping, selection window), in words."""
 
     path: Path
     task: str
@@ -26,6 +27,22 @@ class Run:
     device: str
     started: str
     finished: str
+    protocol: str = "unknown"
+
+
+def protocol_label(protocol: dict | None) -> str:
+    """``one_cycle, clip value 1.0, best after 20%``: a run's training protocol from its summary.json
+    (attention dropout is an attention option, so it shows in the variant instead)."""
+    if not protocol:
+        return "unknown"
+    clip = (
+        "no clipping"
+        if protocol.get("clip") is None
+        else f"clip {protocol['clip']} {protocol.get('clip_value')}"
+    )
+    window = protocol.get("select_after") or 0
+    selection = f"best after {100 * window:g}%" if window else "best of all evaluations"
+    return f"{protocol.get('schedule')}, {clip}, {selection}"
 
 
 def variant_label(attention: str, config: dict) -> str:
@@ -57,6 +74,7 @@ def load_run(path: Path) -> Run:
             device=str(summary.get("device") or "unknown"),
             started=str(summary.get("started") or ""),
             finished=str(summary.get("finished") or ""),
+            protocol=protocol_label(summary.get("protocol")),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")

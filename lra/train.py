@@ -19,13 +19,13 @@ import lightning as L
 import torch
 from hydra.utils import instantiate
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from data_prep.storage import CorruptDataError
-from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
+from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor, ValidateAtLastStep
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
@@ -62,7 +62,15 @@ def build_model(cfg: DictConfig) -> LRAClassifier:
     return model
 
 
+def selectable_after(cfg: DictConfig) -> int:
+    """The last step whose evaluation cannot select the best checkpoint: ``protocol.select_after`` of
+    ``trainer.max_steps``, rounded down (an evaluation counts when its step is strictly after it)."""
+    return int(cfg.protocol.select_after * cfg.trainer.max_steps)
+
+
 def build_module(cfg: DictConfig) -> LRALitModule:
+    """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` with the
+    ``protocol.schedule`` over ``trainer.max_steps`` steps."""
     return LRALitModule(
         build_model(cfg),
         num_classes=cfg.task.num_classes,
@@ -70,7 +78,10 @@ def build_module(cfg: DictConfig) -> LRALitModule:
         weight_decay=cfg.task.weight_decay,
         warmup_steps=cfg.task.warmup_steps,
         max_steps=cfg.trainer.max_steps,
+        schedule=cfg.protocol.schedule,
+        selectable_after=selectable_after(cfg),
         attention_name=cfg.attention.name,
+        finite_check_every=cfg.trainer.log_every_n_steps,
     )
 
 
@@ -95,16 +106,25 @@ class TrainerParts:
     checkpoint: ModelCheckpoint
 
 
+def clipping(protocol: DictConfig) -> dict[str, Any]:
+    """The Trainer's gradient-clipping arguments for ``protocol.clip`` (norm, value or null)."""
+    if protocol.clip is None:
+        return {"gradient_clip_val": None}
+    return {"gradient_clip_val": protocol.clip_value, "gradient_clip_algorithm": protocol.clip}
+
+
 def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> TrainerParts:
     """A Lightning Trainer from ``cfg.trainer`` that validates every ``task.eval_every`` steps and at the
-    last step, keeps the checkpoint of the best ``val/acc`` and measures the ``perf/*`` metrics.
+    last step, clips gradients as ``cfg.protocol`` says, keeps the checkpoint of the best ``val/acc``
+    within the selection window and measures the ``perf/*`` metrics.
 
     ``checkpoints/last.ckpt`` holds the full training state after every evaluation, and after an
     exception (Lightning's SIGTERM handling raises one at the end of the current step): what
     ``resume`` continues from. The extra callbacks of ``cfg.callbacks`` run after these.
     """
     efficiency = EfficiencyMonitor()
-    checkpoint = ModelCheckpoint(
+    checkpoint = BestCheckpointInWindow(
+        selectable_after=selectable_after(cfg),
         dirpath=output_dir / CHECKPOINT_DIR,
         filename="best",
         monitor="val/acc",
@@ -121,17 +141,15 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
         enable_version_counter=False,
     )
     extra = [instantiate(node) for node in cfg.callbacks.values()]
+    # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
+    refresh = cfg.trainer.log_every_n_steps
+    progress = [TQDMProgressBar(refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
     trainer = L.Trainer(
         **OmegaConf.to_container(cfg.trainer, resolve=True),
+        **clipping(cfg.protocol),
         val_check_interval=cfg.task.eval_every,
         check_val_every_n_epoch=None,
-        callbacks=[
-            efficiency,
-            checkpoint,
-            last_state,
-            ValidateAtLastStep(),
-            *extra,
-        ],
+        callbacks=[efficiency, checkpoint, last_state, ValidateAtLastStep(), *progress, *extra],
         logger=loggers or False,
         default_root_dir=output_dir,
     )

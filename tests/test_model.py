@@ -137,3 +137,15 @@ def test_wrong_token_layout_is_a_clear_error():
         make_model(dual=True)(random_tokens(2, [3, 4]), torch.tensor([3, 4]))
     with pytest.raises(ValueError, match="seq <= 24"):
         make_model()(torch.ones(1, SEQ + 1, dtype=torch.long), torch.tensor([SEQ + 1]))
+
+
+def test_embeddings_start_as_both_papers_code_normal_with_std_002():
+    model = LRAClassifier(
+        vocab_size=300,
+        num_classes=2,
+        seq_len=512,
+        attention=partial(attention_zoo.build_attention, "standard"),
+    )
+    for embedding in (model.encoder.token_embedding, model.encoder.position_embedding):
+        weights = embedding.weight.detach()
+        assert abs(weights.mean().item()) < 2e-3 and 0.019 < weights.std().item() < 0.021
