@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Sampler
 
 import data_prep
 from lra.errors import ConfigError
+
+
+class EpochPermutationSampler(Sampler[int]):
+    """Indices 0..size-1 in the permutation of epoch ``e`` drawn from ``(seed, e)`` alone.
+
+    The order of an epoch depends on nothing but the seed and the epoch number (Lightning calls
+    ``set_epoch`` at the start of each one), not on how often or when a loader is iterated, so a run
+    and any replay of it (a resumed run, the protocol parity tests) see the same batches.
+    """
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size = size
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(np.random.default_rng([self.seed, self.epoch]).permutation(self.size).tolist())
+
+    def __len__(self) -> int:
+        return self.size
 
 
 class LRADataModule(L.LightningDataModule):
@@ -20,7 +45,7 @@ class LRADataModule(L.LightningDataModule):
     commands that prepare it; ``setup`` opens the set the recipe resolves to.
 
     Batches are ``(tokens (B, L) or (B, 2, L), lengths (B,) or (B, 2), labels (B,))``, all int64.
-    Training batches are shuffled with a seeded generator and drop the last incomplete batch;
+    Training batches follow ``EpochPermutationSampler`` and drop the last incomplete batch;
     validation and test use the whole split in order. ``val_from_test`` evaluates on the test split
     during training too (LRA's protocol). ``expected`` holds the ``seq_len``, ``vocab_size`` and
     ``num_classes`` the model is built for; ``setup`` checks the prepared set against them.
@@ -108,9 +133,8 @@ class LRADataModule(L.LightningDataModule):
         return DataLoader(
             self.splits[name],
             batch_size=self.batch_size,
-            shuffle=train,
+            sampler=EpochPermutationSampler(len(self.splits[name]), self.seed) if train else None,
             drop_last=train,
-            generator=torch.Generator().manual_seed(self.seed) if train else None,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),

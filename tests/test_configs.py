@@ -191,11 +191,26 @@ def test_launchers_compose(launcher):
         ),
         ("attention.pinv_iterations=0", r"^attention 'nystrom': "),
         ("features=-3", r"^features=-3 is invalid"),
+        (
+            "protocol.schedule=cosine",
+            r"^protocol.schedule='cosine' is invalid: it must be one of warmup_linear, one_cycle$",
+        ),
+        ("protocol.clip=l2", r"^protocol.clip='l2' is invalid: it must be one of norm, value, null"),
+        ("protocol.clip_value=-1", r"^protocol.clip_value=-1 is invalid: it must be a number > 0$"),
+        (
+            "protocol.attention_dropout=1.5",
+            r"^protocol.attention_dropout=1.5 is invalid: it must be a number in \[0, 1\)$",
+        ),
+        ("protocol.select_after=1", r"^protocol.select_after=1 is invalid: it must be a number in \[0, 1\)$"),
+        (
+            "experiment=skyformer",  # with trainer.max_steps=50 below the listops warm-up of 1000
+            r"^task.warmup_steps=1000 exceeds trainer.max_steps=50: the one_cycle schedule",
+        ),
         ("logger.wandb.mode=sometimes", r"^logger.wandb.mode='sometimes' is invalid; valid modes"),
     ],
 )
 def test_bad_values_are_one_clear_line(override, message):
-    cfg = compose_config([override])
+    cfg = compose_config([override, "trainer.max_steps=50"])
     with pytest.raises(ConfigError, match=message) as caught:
         check_config(cfg)
         build_model(cfg)  # what only building can tell, still before any data or training
@@ -222,3 +237,20 @@ def test_debug_fdr_is_a_fast_dev_run_that_composes_with_any_task():
         assert trainer.accelerator == "cpu" and list(cfg.logger) == ["csv"]
         assert (cfg.task.batch_size, cfg.features, cfg.num_workers) == (8, 8, 0)
     assert compose_config(["debug=fdr", "trainer=ddp"]).trainer.strategy == "ddp"  # the command line wins
+
+
+def test_paper_presets_state_the_authors_training_protocol():
+    sky = compose_config(["experiment=skyformer", "task=text"])
+    assert OmegaConf.to_container(sky.protocol) == dict(
+        schedule="one_cycle", clip="value", clip_value=1.0, select_after=0.2, attention_dropout=0.1
+    )
+    assert (sky.trainer.max_steps, sky.trainer.precision, sky.features) == (50000, "32-true", 128)
+    nys = compose_config(["experiment=nystromformer", "task=listops"])
+    assert OmegaConf.to_container(nys.protocol) == dict(
+        schedule="one_cycle", clip=None, clip_value=1.0, select_after=0.0, attention_dropout=0.1
+    )
+    assert (nys.trainer.max_steps, nys.trainer.precision, nys.task.warmup_steps) == (5000, "32-true", 1000)
+    default = compose_config([])
+    assert OmegaConf.to_container(default.protocol) == dict(
+        schedule="warmup_linear", clip="norm", clip_value=1.0, select_after=0.0, attention_dropout=0.0
+    )
