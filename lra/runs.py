@@ -45,17 +45,30 @@ def protocol_label(protocol: dict | None) -> str:
     return f"{protocol.get('schedule')}, {clip}, {selection}"
 
 
-def variant_label(attention: str, config: dict) -> str:
+GENERATED = "generated data"  # the mark of a row whose data came from a built-in generator
+
+
+def data_labels(config: dict, data: dict | None) -> list[str]:
+    """What a row must say about its data: the prepared set when it is not the task's own
+    (``dataset=listops-demo``), and ``generated data`` when a built-in generator made it instead of
+    the LRA release or the real source, so that such runs never sit in a row that reads as the LRA
+    number. ``data`` is summary.json's record of the set (older summaries have none: the config's
+    dataset is named instead)."""
+    task = config.get("task") or {}
+    data = data or {}
+    dataset = data.get("set") or task.get("dataset")
+    labels = [f"dataset={dataset}"] if dataset not in (None, task.get("name")) else []
+    return labels + ([GENERATED] if data.get("source") == "generator" else [])
+
+
+def variant_label(attention: str, config: dict, data: dict | None = None) -> str:
     """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
-    that differ from the core's defaults, so sweeps over options give separate rows; a prepared set
-    other than the task's own (``dataset=listops-demo``) is named too, so that such runs never sit
-    in a row that reads as the LRA protocol."""
+    that differ from the core's defaults, so sweeps over options give separate rows, then what
+    ``data_labels`` says of its data."""
     chosen = config.get("attention") or {}
     defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
     changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
-    task = config.get("task") or {}
-    if task.get("dataset") not in (None, task.get("name")):
-        changed.append(f"dataset={task['dataset']}")
+    changed += data_labels(config, data)
     return f"{attention} ({', '.join(changed)})" if changed else attention
 
 
@@ -66,7 +79,9 @@ def load_run(path: Path) -> Run:
         return Run(
             path=path,
             task=str(summary["task"]),
-            variant=variant_label(str(summary["attention"]), summary.get("config") or {}),
+            variant=variant_label(
+                str(summary["attention"]), summary.get("config") or {}, summary.get("data")
+            ),
             seed=summary.get("seed"),
             status=str(summary["status"]),
             error=str(summary.get("error") or ""),
