@@ -88,7 +88,8 @@ class LRALitModule(L.LightningModule):
         self.selectable_after = selectable_after
         self.finite_check_every = finite_check_every
         self.nonfinite = NonFiniteLossWatch(attention_name)
-        self.train_acc = MulticlassAccuracy(num_classes, average="micro")
+        # validate_args=False: its input checks read values back from the device every step.
+        self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro")
         self.test_acc = MulticlassAccuracy(num_classes, average="micro")
         self.val_loss = MeanMetric()
