@@ -17,7 +17,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from attention_zoo import MultiHeadSelfAttention
+from attention_zoo import MultiHeadSelfAttention, tie_layers
 
 
 def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -80,6 +80,7 @@ class Encoder(nn.Module):
         self.blocks = nn.ModuleList(
             EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes)) for _ in range(depth)
         )
+        tie_layers([block.attention.core for block in self.blocks])  # cross-layer sharing options
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,8 @@ in test_attention_properties.py; here each core is checked against what its pape
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +15,7 @@ import torch.nn.functional as F
 import attention_zoo
 from attention_zoo.performer import orthogonal_gaussian_features
 from attention_zoo.reformer import lsh_buckets, sort_by_bucket
+from lra.model import LRAClassifier
 
 HEADS, HEAD_DIM = 2, 16
 
@@ -87,6 +90,89 @@ def test_performer_row_norms_follow_the_chi_distribution():
 
 
 # --- linformer --------------------------------------------------------------------------------
+
+
+def per_head_linformer(q, k, v, mask, projection):
+    """softmax(Q (Pᵀ K)ᵀ / √d) (Pᵀ V) with one P per head: projection (H, seq, proj_dim)."""
+    p = projection[:, : q.shape[2]]
+    k, v = real_part(k, mask), real_part(v, mask)
+    keys = p.transpose(-1, -2) @ k  # (B, H, proj_dim, D)
+    values = p.transpose(-1, -2) @ v
+    return torch.softmax(q @ keys.transpose(-1, -2) / HEAD_DIM**0.5, dim=-1) @ values
+
+
+PAPER_LAYOUTS = {  # the authors' LRA code
+    "skyformer": {"per_head": True, "share_kv": True, "init_std": 0.02},
+    "nystromformer": {"per_head": True, "share_kv": True, "share_layers": True, "init_std": 0.02},
+}
+
+
+@pytest.mark.parametrize("paper", PAPER_LAYOUTS)
+def test_linformer_paper_layouts_are_one_projection_per_head_for_keys_and_values(paper):
+    seq, proj_dim = 64, 16
+    core = build("linformer", seq, proj_dim=proj_dim, **PAPER_LAYOUTS[paper])
+    assert dict(core.named_parameters()).keys() == {"key_proj"}
+    assert core.key_proj.shape == (HEADS, seq, proj_dim)
+    assert abs(core.key_proj.std().item() - 0.02) < 0.002  # N(0, 0.02²)
+    with torch.no_grad():
+        core.key_proj.normal_()  # the formula is checked with projections of unit scale
+    q, k, v, mask = make_inputs(2, seq, [64, 37])
+    torch.testing.assert_close(
+        real_part(core(q, k, v, mask), mask),
+        real_part(per_head_linformer(q, k, v, mask, core.key_proj), mask),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+def test_linformer_default_layout_and_init_std():
+    core = build("linformer", 512, proj_dim=64)
+    assert {name: p.shape for name, p in core.named_parameters()} == {
+        "key_proj": (512, 64), "value_proj": (512, 64)
+    }  # fmt: skip
+    assert abs(core.key_proj.std().item() - 64**-0.5) < 0.01  # N(0, 1/proj_dim)
+    assert abs(build("linformer", 512, proj_dim=64, init_std=0.5).value_proj.std().item() - 0.5) < 0.01
+    separate = build("linformer", 32, proj_dim=8, per_head=True)
+    assert {name: p.shape for name, p in separate.named_parameters()} == {
+        "key_proj": (HEADS, 32, 8), "value_proj": (HEADS, 32, 8)
+    }  # fmt: skip
+
+
+def linformer_classifier(**options) -> LRAClassifier:
+    torch.manual_seed(0)
+    factory = partial(attention_zoo.build_attention, "linformer", proj_dim=8, **options)
+    return LRAClassifier(vocab_size=10, num_classes=2, seq_len=32, attention=factory, dim=32, depth=3)
+
+
+def projections(model: LRAClassifier) -> list[torch.nn.Parameter]:
+    return [block.attention.core.key_proj for block in model.encoder.blocks]
+
+
+def test_linformer_share_layers_is_one_parameter_for_every_layer_of_the_model():
+    shared = linformer_classifier(**PAPER_LAYOUTS["nystromformer"])
+    first, *later = projections(shared)
+    assert all(p is first for p in later)
+    assert sum(p is first for p in shared.parameters()) == 1  # counted once
+    per_layer = linformer_classifier(**PAPER_LAYOUTS["skyformer"])
+    assert len({id(p) for p in projections(per_layer)}) == 3
+    count = [sum(p.numel() for p in model.parameters()) for model in (per_layer, shared)]
+    assert count[0] - count[1] == 2 * first.numel()  # two of the three matrices are gone
+
+    tokens, lengths = torch.randint(1, 10, (2, 32)), torch.tensor([32, 20])
+    shared(tokens, lengths).sum().backward()
+    assert first.grad is not None and first.grad.abs().sum() > 0
+    reloaded = linformer_classifier(**PAPER_LAYOUTS["nystromformer"])
+    reloaded.load_state_dict(shared.state_dict())
+    assert all(p is projections(reloaded)[0] for p in projections(reloaded))
+    torch.testing.assert_close(projections(reloaded)[0], first)
+
+
+def test_tie_layers_leaves_cores_without_a_cross_layer_option_alone():
+    cores = [build("linformer", 16, proj_dim=4) for _ in range(2)]
+    before = [dict(core.named_parameters()) for core in cores]
+    attention_zoo.tie_layers(cores)
+    assert [dict(core.named_parameters()) for core in cores] == before
+    attention_zoo.tie_layers([build("nystrom", 16), build("nystrom", 16)])  # no tie_to: nothing to do
 
 
 def test_linformer_projections_are_trained():
