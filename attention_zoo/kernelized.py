@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.masking import check_inputs, zero_padding
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import Probability, register_attention
 
 # Fused kernels: the CPU's wants q, k, v of one size, CUDA's memory-efficient one float32 sizes in
 # multiples of 4 (flash has no float32 kernel).
@@ -89,11 +89,20 @@ class KernelizedAttention(nn.Module):
 
     Padded keys get kernel weight zero. Runs in float32 with autocast off; the output has the
     input dtype. Memory is linear in N on a fused ``scaled_dot_product_attention`` backend.
+
+    ``attention_dropout`` drops entries of the kernel matrix κ before it multiplies V, in training
+    only, with inverted scaling: out = (κ ⊙ M / (1 − p)) V, M ~ Bernoulli(1 − p) — the Skyformer
+    authors' code (``SoftmaxAttention_RBF``: dropout on exp(·) before the product with V). The
+    dropout is SDPA's own, on the augmented softmax; the normaliser channel comes from a second
+    call without dropout, so a dropped entry of the extra key cannot hit it.
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int) -> None:
+    def __init__(
+        self, *, head_dim: int, num_heads: int, seq_len: int, attention_dropout: Probability = 0.0
+    ) -> None:
         super().__init__()
         self.head_dim = head_dim
+        self.attention_dropout = attention_dropout
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -109,5 +118,10 @@ class KernelizedAttention(nn.Module):
             )
             dim = q.shape[-1]
             out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
-            out = out[..., :dim] / out[..., dim : dim + 1]
+            numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
+            dropout = self.attention_dropout if self.training else 0.0
+            if dropout > 0:
+                dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
+                numerator = dropped[..., :dim]
+            out = numerator / normaliser
         return out.to(q.dtype)

@@ -34,6 +34,9 @@ class LinformerAttention(nn.Module):
     of a sum of N/proj_dim inputs; a number draws them from N(0, init_std²). With ``share_layers``
     every layer of a model uses the first layer's matrices: the model calls ``tie_to(first)`` on
     the cores of its later layers (see ``attention_zoo.tie_layers``).
+
+    No ``attention_dropout``: the authors' ``LinformerAttention`` (both codes) drops nothing of its
+    (N × proj_dim) attention matrix.
     """
 
     def __init__(

@@ -53,6 +53,9 @@ class NystromAttention(nn.Module):
     head, applied to V with padding zeroed, added to the output); None turns it off.
     Kernels, the inverse and the convolution run in float32 with autocast off; the output has the
     input dtype.
+
+    No ``attention_dropout``: Nyström never forms the (N × N) attention matrix that ``standard``
+    drops entries of, only its factors F̃, Ã⁺, B̃, and the authors' ``NystromAttention`` drops none.
     """
 
     def __init__(

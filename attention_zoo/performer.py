@@ -59,6 +59,9 @@ class PerformerAttention(nn.Module):
     Buffer ``features``: (num_features, head_dim), shared across heads. ``temperature``: "sqrt_d"
     approximates softmax(QKᵀ/√d) (x = q·d^(-1/4)), "d" approximates softmax(QKᵀ/d) (x = q·d^(-1/2));
     ``feature_epsilon``: ε added to every feature of a real position (see the module docstring).
+
+    No ``attention_dropout``: FAVOR+ never forms an attention matrix, only the features φ(Q), φ(K)
+    (nor does the authors' ``FastAttention`` drop anything).
     """
 
     def __init__(

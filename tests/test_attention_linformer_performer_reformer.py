@@ -379,3 +379,31 @@ def test_registry_entries():
     assert attention_zoo.spec("reformer").options == {"n_hashes": 2, "chunk_size": 64}
     for name in ("linformer", "performer", "reformer"):
         assert attention_zoo.spec(name).approximates == "standard"
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "value", "valid"),
+    [
+        ("linformer", "per_head", 1, r"a boolean \(true or false\)"),
+        ("linformer", "share_layers", "yes", r"a boolean \(true or false\)"),
+        ("linformer", "init_std", 0.0, "a number > 0 or null"),
+        ("performer", "temperature", "sqrt(d)", "one of 'sqrt_d', 'd'"),
+        ("performer", "feature_epsilon", -1e-4, "a number >= 0"),
+        ("standard", "attention_dropout", 1.0, r"a number in \[0, 1\)"),
+        ("kernelized", "attention_dropout", -0.1, r"a number in \[0, 1\)"),
+    ],
+)
+def test_new_options_are_validated_by_the_registry(name, option, value, valid):
+    with pytest.raises(ValueError, match=rf"{option} must be {valid}, got"):
+        build(name, 32, **{option: value})
+
+
+def test_paper_options_are_declared_with_todays_behaviour_as_default():
+    assert attention_zoo.spec("linformer").options == {
+        "proj_dim": 256, "per_head": False, "share_kv": False, "share_layers": False, "init_std": None
+    }  # fmt: skip
+    assert attention_zoo.spec("performer").options == {
+        "num_features": 256, "temperature": "sqrt_d", "feature_epsilon": 0.0
+    }  # fmt: skip
+    for name in ("standard", "kernelized"):
+        assert attention_zoo.spec(name).options == {"attention_dropout": 0.0}

@@ -1,5 +1,5 @@
 """The exact cores: ``kernelized`` through scaled_dot_product_attention against its quadratic formula,
-and both exact cores on the CPU's fused kernel.
+both exact cores on the CPU's fused kernel, and their ``attention_dropout``.
 """
 
 from __future__ import annotations
@@ -87,3 +87,55 @@ def test_exact_cores_run_on_the_fused_cpu_kernel(name):
         out = core(name, 96).eval()(q, k, v, mask)
         out.sum().backward()
     assert torch.isfinite(out).all() and all(t.grad is not None for t in (q, k, v))
+
+
+# --- attention_dropout ----------------------------------------------------------------------------
+
+
+def exact_attention_matrix(name: str, q, k, mask) -> torch.Tensor:
+    """softmax(QKᵀ/√d) (padded keys excluded) or κ(Q̂, K̂) (padded keys zero): (B, H, N, N)."""
+    eye = torch.eye(q.shape[2]).expand(*q.shape[:2], -1, -1)  # V = I: the output is the matrix
+    if name == "standard":
+        return core("standard", q.shape[2], q.shape[-1])(q, k, eye, mask)
+    return quadratic_kernelized(q, k, eye, mask)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_dropout_is_off_in_eval_and_dropout_zero_in_training_is_eval(name):
+    q, k, v, mask = make_inputs([64, 30], 64)
+    evaluated = core(name, 64).eval()(q, k, v, mask)
+    assert torch.equal(core(name, 64).train()(q, k, v, mask), evaluated)
+    with_dropout = core(name, 64, attention_dropout=0.3)
+    assert torch.equal(with_dropout.eval()(q, k, v, mask), evaluated)
+    torch.manual_seed(0)
+    assert not torch.allclose(with_dropout.train()(q, k, v, mask), evaluated)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_dropout_drops_entries_of_the_attention_matrix_with_inverted_scaling(name):
+    """With V = I the output is the attention matrix after dropout: each entry is 0 (dropped, with
+    probability p) or the exact entry / (1 − p) — for kernelized, of κ, with an undropped normaliser."""
+    p, seq = 0.3, 64
+    q, k, _, mask = make_inputs([64, 40], seq, scale=0.3, dim=seq)
+    exact = exact_attention_matrix(name, q, k, mask)
+    eye = torch.eye(seq).expand(*q.shape[:2], -1, -1)
+    torch.manual_seed(0)
+    dropped = core(name, seq, dim=seq, attention_dropout=p).train()(q, k, eye, mask)
+    real_keys = mask[:, None, None, :].expand_as(exact)
+    kept = dropped != 0
+    torch.testing.assert_close(dropped[kept], exact[kept] / (1 - p), rtol=1e-4, atol=1e-7)
+    fraction_dropped = (~kept & real_keys).sum() / real_keys.sum()
+    assert abs(fraction_dropped.item() - p) < 0.02  # 13k entries: the standard error is 0.004
+    assert torch.equal(dropped[~real_keys], torch.zeros_like(dropped[~real_keys]))
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_dropout_keeps_the_expected_output(name):
+    """E[dropout(A) V] = A V: the mean over many draws approaches the output without dropout."""
+    q, k, v, mask = make_inputs([32, 20], 32, scale=0.5)
+    exact = core(name, 32).eval()(q, k, v, mask)
+    dropout = core(name, 32, attention_dropout=0.2).train()
+    torch.manual_seed(1)
+    mean = torch.stack([dropout(q, k, v, mask) for _ in range(400)]).mean(dim=0)
+    real = mask[:, None, :, None]
+    assert relative_error(mean * real, exact * real) < 0.05
