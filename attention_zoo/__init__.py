@@ -11,7 +11,14 @@ import importlib
 import pkgutil
 
 from attention_zoo.multihead import MultiHeadSelfAttention
-from attention_zoo.registry import AttentionSpec, available, build_attention, register_attention, spec
+from attention_zoo.registry import (
+    AttentionSpec,
+    available,
+    build_attention,
+    register_attention,
+    spec,
+    tie_layers,
+)
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
@@ -23,4 +30,5 @@ __all__ = [
     "build_attention",
     "register_attention",
     "spec",
+    "tie_layers",
 ]

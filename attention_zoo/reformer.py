@@ -67,7 +67,12 @@ def with_previous_chunk(x: torch.Tensor) -> torch.Tensor:
 
 @register_attention("reformer", approximates="standard")
 class ReformerAttention(nn.Module):
-    """Shared-QK LSH attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside."""
+    """Shared-QK LSH attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
+
+    No ``attention_dropout``: the papers' code (HuggingFace ``LSHSelfAttention`` with a default
+    ``ReformerConfig``, whose ``lsh_attention_probs_dropout_prob`` is 0) drops nothing of the
+    chunk-local attention matrices.
+    """
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
@@ -226,3 +226,15 @@ def build_attention(
     entry = spec(name)
     arguments = entry.checked({"head_dim": head_dim, "num_heads": num_heads, "seq_len": seq_len, **options})
     return entry.cls(**arguments)
+
+
+def tie_layers(cores: Sequence[nn.Module]) -> None:
+    """Let the cores of a model's layers (in layer order, built with the same options) share what
+    their options say is shared across layers: each later core that defines ``tie_to(first)``
+    (``linformer`` with ``share_layers``) is handed the first layer's core. Other cores are left as
+    they are, so a model calls this once, whatever its attention.
+    """
+    for core in cores[1:]:
+        tie_to = getattr(core, "tie_to", None)
+        if tie_to is not None:
+            tie_to(cores[0])

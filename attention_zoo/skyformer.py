@@ -47,6 +47,9 @@ class SkyformerAttention(nn.Module):
     gives zeros. Padded keys get kernel weight zero. ``ridge`` is γ, the value (0.1) of the
     authors' released code. Kernels and the inverse run in float32 with autocast off; the output
     has the input dtype.
+
+    No ``attention_dropout``: the kernel matrix that ``kernelized`` drops entries of exists here
+    only as its Nyström factors (N × m, m × m, m × N), and the authors' ``Skyformer`` drops none.
     """
 
     def __init__(

@@ -18,7 +18,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from attention_zoo import MultiHeadSelfAttention
+from attention_zoo import MultiHeadSelfAttention, tie_layers
 
 EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
@@ -85,6 +85,7 @@ class Encoder(nn.Module):
         self.blocks = nn.ModuleList(
             EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes)) for _ in range(depth)
         )
+        tie_layers([block.attention.core for block in self.blocks])  # cross-layer sharing options
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
