@@ -254,3 +254,28 @@ def test_paper_presets_state_the_authors_training_protocol():
     assert OmegaConf.to_container(default.protocol) == dict(
         schedule="warmup_linear", clip="norm", clip_value=1.0, select_after=0.0, attention_dropout=0.0
     )
+
+
+@pytest.mark.parametrize("experiment", ["skyformer", "nystromformer"])
+def test_paper_presets_set_the_authors_attention_code_only_on_the_attentions_that_have_it(experiment):
+    linformer = compose_config([f"experiment={experiment}", "attention=linformer"]).attention
+    assert (linformer.per_head, linformer.share_kv, linformer.init_std) == (True, True, 0.02)
+    assert linformer.share_layers is (experiment == "nystromformer")
+    performer = compose_config([f"experiment={experiment}", "attention=performer"]).attention
+    assert (performer.temperature, performer.feature_epsilon) == ("d", 1e-4)
+    for name in ("standard", "kernelized"):
+        assert (
+            compose_config([f"experiment={experiment}", f"attention={name}"]).attention.attention_dropout
+            == 0.1
+        )
+    nystrom = compose_config([f"experiment={experiment}", "attention=nystrom"]).attention
+    assert set(nystrom) == {
+        "_target_",
+        "_partial_",
+        "name",
+        "num_landmarks",
+        "pinv_iterations",
+        "conv_kernel_size",
+    }
+    explicit = compose_config([f"experiment={experiment}", "attention=linformer", "attention.per_head=false"])
+    assert explicit.attention.per_head is False  # the command line still wins

@@ -129,6 +129,10 @@ def test_loop_learns_an_easy_task(data_root, tmp_path):
     assert summary["metrics"]["test/acc"] >= 0.8, summary["metrics"]
 
 
+# the test cores below take no options: drop the standard core's attention_dropout
+NO_OPTIONS = ("~attention.attention_dropout",)
+
+
 class NaNAttention(nn.Module):
     """A core whose output is NaN: the run must stop with status ``nan``."""
 
@@ -143,7 +147,7 @@ def test_nan_loss_stops_the_run(data_root, tmp_path, monkeypatch):
     monkeypatch.setitem(
         registry._REGISTRY, "nan-test", registry.AttentionSpec("nan-test", NaNAttention, {}, {}, None, None)
     )
-    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=nan-test")
+    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=nan-test", *NO_OPTIONS)
     assert summary["status"] == "nan"
     assert "step 0" in summary["error"] and "'nan-test'" in summary["error"]
     assert summary["metrics"]["train/steps"] == 0
@@ -226,7 +230,7 @@ def test_unexpected_error_keeps_its_traceback(data_root, tmp_path, monkeypatch):
     monkeypatch.setitem(
         registry._REGISTRY, "broken", registry.AttentionSpec("broken", NaNAttention, {}, {}, None, None)
     )
-    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=broken")
+    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=broken", *NO_OPTIONS)
     assert summary["status"] == "failed" and summary["error"].startswith("RuntimeError: core exploded")
     assert "core exploded" in (tmp_path / "traceback.txt").read_text()
 
