@@ -9,9 +9,11 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.bench import efficiency, fidelity
+from lra.bench import efficiency_output, fidelity
 from lra.bench.__main__ import main
 from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, build_core
+from lra.bench.efficiency_measure import Measurement, measure, measure_in_subprocess, sweep
+from lra.bench.efficiency_workloads import BenchConfig
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -46,7 +48,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path):
 
     for name in ("efficiency_cpu.csv", "efficiency_cpu_encoder.csv"):
         columns, rows = read_csv(tmp_path / name)
-        assert tuple(columns) == efficiency.CSV_COLUMNS
+        assert tuple(columns) == efficiency_output.CSV_COLUMNS
         assert [(r["attention"], int(r["seq_len"])) for r in rows] == [
             (a, n) for a in ("standard", "nystrom", NAIVE) for n in (64, 128)
         ]
@@ -78,31 +80,31 @@ def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
 
 
 def test_a_configuration_past_its_timeout_is_a_row_not_a_crash():
-    config = efficiency.BenchConfig(NAIVE, 64, repeats=1, warmup=0)
-    row = efficiency.measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
+    config = BenchConfig(NAIVE, 64, repeats=1, warmup=0)
+    row = measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
     assert (row.status, row.time_ms, row.peak_mem_mb) == ("timeout", None, None)
 
 
 def test_a_failing_workload_is_an_error_row():
-    row = efficiency.measure(efficiency.BenchConfig("standard", 16, dim=10, heads=3, repeats=1))
+    row = measure(BenchConfig("standard", 16, dim=10, heads=3, repeats=1))
     assert row.status == "error" and "divisible" in row.detail
 
 
 def test_time_budget_stops_repeating_after_one_timed_step():
-    config = efficiency.BenchConfig("standard", 32, repeats=5, warmup=0, time_budget_s=0.0)
-    row = efficiency.measure(config)
+    config = BenchConfig("standard", 32, repeats=5, warmup=0, time_budget_s=0.0)
+    row = measure(config)
     assert (row.status, row.timed_steps) == ("ok", 1)
-    assert efficiency.measure(efficiency.BenchConfig("standard", 32, repeats=3, warmup=0)).timed_steps == 3
+    assert measure(BenchConfig("standard", 32, repeats=3, warmup=0)).timed_steps == 3
 
 
 def test_sweep_skips_longer_lengths_after_a_slow_step_or_a_failure():
-    def fake(config: efficiency.BenchConfig) -> efficiency.Measurement:
+    def fake(config: BenchConfig) -> Measurement:
         if config.attention == "broken" and config.seq_len == 128:
-            return efficiency.Measurement.failed(config, "oom", "too big")
-        return efficiency.Measurement(config.attention, config.seq_len, 1, config.seq_len * 100.0, 1.0, "ok")
+            return Measurement.failed(config, "oom", "too big")
+        return Measurement(config.attention, config.seq_len, 1, config.seq_len * 100.0, 1.0, "ok")
 
-    configs = [efficiency.BenchConfig(a, n) for a in ("slow", "broken") for n in (64, 128, 256)]
-    rows = efficiency.sweep(configs, fake, max_step_s=10.0)
+    configs = [BenchConfig(a, n) for a in ("slow", "broken") for n in (64, 128, 256)]
+    rows = sweep(configs, fake, max_step_s=10.0)
     assert [(r.attention, r.seq_len, r.status) for r in rows] == [
         ("slow", 64, "ok"),
         ("slow", 128, "ok"),  # 12.8 s: over the limit, so 256 is not attempted
@@ -116,10 +118,10 @@ def test_sweep_skips_longer_lengths_after_a_slow_step_or_a_failure():
 
 def test_memory_growth_table_reads_ratios_over_eight_times_length():
     rows = [
-        efficiency.Measurement("a", n, 1, 1.0, mem, "ok")
+        Measurement("a", n, 1, 1.0, mem, "ok")
         for n, mem in ((64, 2.0), (128, 3.0), (512, 16.0), (1024, 192.0))
     ]
-    text = efficiency.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
+    text = efficiency_output.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
     assert "| a | ×8 | ×64 |" in text
 
 
