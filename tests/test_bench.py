@@ -9,11 +9,13 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.bench import efficiency_output, fidelity
+from lra.bench import efficiency_output, fidelity, fidelity_output
 from lra.bench.__main__ import main
 from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, build_core
 from lra.bench.efficiency_measure import Measurement, measure, measure_in_subprocess, sweep
 from lra.bench.efficiency_workloads import BenchConfig
+from lra.bench.fidelity_checkpoint import checkpoint_core_inputs
+from lra.bench.fidelity_measure import relative_spectral_error
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -133,11 +135,9 @@ def test_unknown_attention_is_a_usage_error(capsys):
 
 def test_relative_spectral_error():
     exact = torch.randn(2, 3, 40, 8, dtype=torch.float64)
+    torch.testing.assert_close(relative_spectral_error(exact, exact), torch.zeros(2, 3, dtype=torch.float64))
     torch.testing.assert_close(
-        fidelity.relative_spectral_error(exact, exact), torch.zeros(2, 3, dtype=torch.float64)
-    )
-    torch.testing.assert_close(
-        fidelity.relative_spectral_error(1.1 * exact, exact), torch.full((2, 3), 0.1, dtype=torch.float64)
+        relative_spectral_error(1.1 * exact, exact), torch.full((2, 3), 0.1, dtype=torch.float64)
     )
 
 
@@ -154,7 +154,7 @@ def test_fidelity_tiny_run_writes_outputs_and_nystrom_converges(tmp_path):
     argv = ["fidelity", "--lengths", "64", "32", "--budgets", "16", "32", "--seeds", "0", "1"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     columns, rows = read_csv(tmp_path / "fidelity_cpu.csv")
-    assert tuple(columns) == fidelity.CSV_COLUMNS
+    assert tuple(columns) == fidelity_output.CSV_COLUMNS
     expected = {
         name: attention_zoo.spec(name).approximates
         for name in attention_zoo.available()
@@ -189,7 +189,7 @@ def test_fidelity_on_the_qkv_of_a_trained_checkpoint(tmp_path, data_root):
     assert summary["status"] == "completed", summary["error"]
     checkpoint = tmp_path / "run" / "checkpoints" / "best.ckpt"
 
-    captured = fidelity.checkpoint_core_inputs(checkpoint, data_root, count=3)
+    captured = checkpoint_core_inputs(checkpoint, data_root, count=3)
     assert len(captured) == 2  # one (q, k, v, mask) per encoder layer
     for (q, k, v), mask in captured:
         assert q.shape == k.shape == v.shape == (3, 2, TINY_SEQ_LEN, 32) and mask.shape == (3, TINY_SEQ_LEN)
@@ -208,4 +208,4 @@ def test_checkpoint_without_its_run_folder_is_a_clear_error(tmp_path):
     stray = tmp_path / "best.ckpt"
     stray.write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="summary.json"):
-        fidelity.checkpoint_core_inputs(stray, None, count=2)
+        checkpoint_core_inputs(stray, None, count=2)
