@@ -43,12 +43,13 @@ def test_build_core_rejects_options_for_the_baseline():
         build_core(NAIVE, 8, 2, 16, num_landmarks=4)
 
 
-def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path, device):
     argv = ["efficiency", "--attentions", "standard", "nystrom", NAIVE, "--lengths", "128", "64"]
     argv += ["--scopes", "layer", "encoder", "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]
-    assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert main([*argv, "--device", device, "--out", str(tmp_path)]) == 0
 
-    for name in ("efficiency_cpu.csv", "efficiency_cpu_encoder.csv"):
+    for name in (f"efficiency_{device}.csv", f"efficiency_{device}_encoder.csv"):
         columns, rows = read_csv(tmp_path / name)
         assert tuple(columns) == efficiency_output.CSV_COLUMNS
         assert [(r["attention"], int(r["seq_len"])) for r in rows] == [
@@ -56,7 +57,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path):
         ]
         assert all(r["status"] == "ok" and float(r["time_ms"]) > 0 and r["batch"] == "1" for r in rows)
         assert all(r["peak_mem_mb"] != "" for r in rows)
-    report = (tmp_path / "efficiency_cpu.md").read_text()
+    report = (tmp_path / f"efficiency_{device}.md").read_text()
     for expected in (
         "## layer",
         "## encoder",
@@ -67,7 +68,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path):
     ):
         assert expected in report
     assert "python -m lra.bench efficiency --attentions standard nystrom naive" in report
-    assert (tmp_path / "efficiency_cpu.png").read_bytes().startswith(PNG_MAGIC)
+    assert (tmp_path / f"efficiency_{device}.png").read_bytes().startswith(PNG_MAGIC)
 
 
 def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):

@@ -21,7 +21,6 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 from lra.bench.baselines import bench_names
@@ -35,7 +34,7 @@ from lra.bench.efficiency_measure import (
 )
 from lra.bench.efficiency_output import csv_path, write_markdown, write_measurements, write_plot
 from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig
-from lra.bench.isolation import add_isolation_arguments, settle_isolation, worker_main
+from lra.bench.isolation import add_isolation_arguments, runner, settle_isolation, worker_main
 from lra.bench.timing import default_device
 from lra.provenance import machine_description, rerun_command
 
@@ -84,11 +83,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
     if args.dim % args.heads:
         raise ValueError(f"--dim ({args.dim}) must be divisible by --heads ({args.heads})")
     settle_isolation(args, device)
-    run_one: Callable[[BenchConfig], Measurement] = (
-        partial(measure_in_subprocess, timeout_s=args.timeout_s, mem_limit_mb=args.mem_limit_mb)
-        if args.isolation == "subprocess"
-        else measure
-    )
+    run_one = runner(args, measure, measure_in_subprocess)
     args.lengths = sorted(args.lengths)
     base = BenchConfig(
         attention="",

@@ -21,8 +21,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -30,6 +31,8 @@ from lra.bench.timing import Failure
 from lra.memory import proc_status_kb
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+Config = TypeVar("Config")
+Row = TypeVar("Row")
 MEM_LIMIT_SHARE = 0.6  # default address-space limit per subprocess: this share of the available memory
 
 
@@ -108,3 +111,15 @@ def isolation_note(args: argparse.Namespace) -> str:
     """How the configurations of a run were isolated, for its markdown page."""
     limit = f", address-space limit {args.mem_limit_mb} MB" if args.mem_limit_mb else ""
     return f"Isolation: {args.isolation}{limit}, timeout {args.timeout_s:g} s per configuration"
+
+
+def runner(
+    args: argparse.Namespace,
+    measure: Callable[[Config], Row],
+    measure_in_subprocess: Callable[[Config, float, int | None], Row],
+) -> Callable[[Config], Row]:
+    """``measure`` (this process), or ``measure_in_subprocess`` with the timeout and memory limit of
+    ``args`` when ``args.isolation`` is ``subprocess``."""
+    if args.isolation == "subprocess":
+        return partial(measure_in_subprocess, timeout_s=args.timeout_s, mem_limit_mb=args.mem_limit_mb)
+    return measure
