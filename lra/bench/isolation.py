@@ -50,7 +50,7 @@ def run_isolated(
     if child.returncode == -signal.SIGKILL:
         return Failure("oom", "killed by SIGKILL (out of memory)")
     if child.returncode != 0:
-        return Failure("error", child.stderr.strip()[-300:])
+        return Failure("error", child.stderr.strip()[-300:] or f"exit status {child.returncode}")
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 

@@ -8,6 +8,7 @@ with status ``ok``, ``oom``, ``timeout`` or ``error``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
@@ -67,6 +68,7 @@ class TrainSpeedRow:
     status: str
     detail: str = ""
     timed_steps: int = 0
+    load_1min: float | None = None  # the machine's load average when the measurement started
 
     @property
     def samples_per_s(self) -> float | None:
@@ -79,11 +81,15 @@ class TrainSpeedRow:
         return None if self.step_ms is None else self.step_ms * self.run_steps / 3_600_000
 
 
-def row_for(config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failure) -> TrainSpeedRow:
+def row_for(
+    config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failure, load_1min: float
+) -> TrainSpeedRow:
     """The row of ``config`` (its shape from the composed ``cfg``) with ``result``'s figures or failure."""
     shape = (config.task, config.attention, cfg.task.batch_size, cfg.task.seq_len, documents(cfg.task))
     if isinstance(result, Failure):
-        return TrainSpeedRow(*shape, cfg.trainer.max_steps, None, None, result.status, result.detail)
+        return TrainSpeedRow(
+            *shape, cfg.trainer.max_steps, None, None, result.status, result.detail, load_1min=load_1min
+        )
     return TrainSpeedRow(
         *shape,
         cfg.trainer.max_steps,
@@ -91,11 +97,13 @@ def row_for(config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failu
         result.peak_mb,
         "ok",
         timed_steps=len(result.times_ms),
+        load_1min=load_1min,
     )
 
 
 def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
     """Build ``config``'s module, run ``warmup`` steps, then the median of ``steps`` timed ones."""
+    load_1min = os.getloadavg()[0]
     device = torch.device(config.device)
     cfg = config.compose()
     result = measure_step(
@@ -105,7 +113,7 @@ def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
         repeats=config.steps,
         threads=config.threads,
     )
-    return row_for(config, cfg, result)
+    return row_for(config, cfg, result, load_1min)
 
 
 def measure_as_json(config: dict[str, Any]) -> dict[str, Any]:
@@ -117,9 +125,10 @@ def measure_in_subprocess(
     config: TrainSpeedConfig, timeout_s: float, mem_limit_mb: int | None
 ) -> TrainSpeedRow:
     """Run ``config`` in a fresh interpreter; no result in time, or a killed child, is a failed row."""
+    load_1min = os.getloadavg()[0]
     result = run_isolated(WORKER, asdict(config), timeout_s, mem_limit_mb)
     if isinstance(result, Failure):
-        return row_for(config, config.compose(), result)
+        return row_for(config, config.compose(), result, load_1min)
     return TrainSpeedRow(**result)
 
 
@@ -130,4 +139,5 @@ def format_progress(row: TrainSpeedRow) -> str:
         if row.status == "ok"
         else f"{row.status.upper()} {row.detail}"
     )
-    return f"[{row.task:10}] {row.attention:10} batch={row.batch} n={row.seq_len}×{row.documents}: {figures}"
+    where = f"[{row.task:10}] {row.attention:10} batch={row.batch} n={row.seq_len}×{row.documents}"
+    return f"{where}, load {row.load_1min:.1f}: {figures}"

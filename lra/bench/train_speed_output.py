@@ -29,6 +29,7 @@ CSV_COLUMNS = (
     "paper_hours",
     "peak_mem_mb",
     "status",
+    "load_1min",
 )
 REFERENCE = "standard"  # the attention whose step time the others are compared with
 PUBLISHED = {cost.attention: cost for cost in RUN_COST}
@@ -63,7 +64,8 @@ def write_rows(path: Path, rows: Sequence[TrainSpeedRow]) -> None:
         (
             [r.task, r.attention, r.batch, r.seq_len, r.documents, number(r.step_ms, ".1f"),
              number(r.samples_per_s, ".3f"), number(r.projected_hours, ".3f"), r.run_steps,
-             number(paper_hours(r.attention, r.task), ".2f"), number(r.peak_mem_mb, ".1f"), r.status]
+             number(paper_hours(r.attention, r.task), ".2f"), number(r.peak_mem_mb, ".1f"), r.status,
+             number(r.load_1min, ".2f")]
             for r in rows
         ),
     )  # fmt: skip
@@ -88,7 +90,7 @@ def speed_table(rows: Sequence[TrainSpeedRow]) -> str:
         "task", "attention", "batch × length", "step (ms, median)", "samples/s",
         f"projected h ({rows[0].run_steps} steps)" if rows else "projected h",
         "Table 2 h (V100)", f"step ÷ `{REFERENCE}`'s: ours / Table 2", "peak memory (MB)",
-        "Table 2 peak (GB)",
+        "Table 2 peak (GB)", "load (1 min)",
     ]  # fmt: skip
 
     def cell(row: TrainSpeedRow, value: float | None, fmt: str) -> str:
@@ -98,7 +100,8 @@ def speed_table(rows: Sequence[TrainSpeedRow]) -> str:
         [r.task, r.attention, f"{r.batch} × {r.seq_len}" + (f" × {r.documents}" if r.documents > 1 else ""),
          cell(r, r.step_ms, ".0f"), cell(r, r.samples_per_s, ".2f"), cell(r, r.projected_hours, ".1f"),
          number(paper_hours(r.attention, r.task), ".2f") or "—", ratio_to_reference(r, rows),
-         cell(r, r.peak_mem_mb, ".0f"), number(paper_peak_gb(r.attention, r.task), ".2f") or "—"]
+         cell(r, r.peak_mem_mb, ".0f"), number(paper_peak_gb(r.attention, r.task), ".2f") or "—",
+         number(r.load_1min, ".1f")]
         for r in rows
     ]  # fmt: skip
     return markdown_table(header, body)
@@ -128,7 +131,9 @@ def write_markdown(
         f"Memory: {MEMORY_METHODS[device.type]} above the memory after the module and the batch were built "
         "(optimizer state, activations, gradients and the one-time costs of the first step count). "
         f"{isolation_note(settings)}; torch threads per measurement: {settings.threads or 'torch default'}. "
-        f"Hydra overrides: {overrides}.",
+        f"Hydra overrides: {overrides}. Load: the machine's 1-minute load average when each configuration "
+        "started; the benchmark's own torch threads (of the configuration before) count in it, so a figure "
+        "well above their number means other work shared the CPU and inflated the time.",
         "",
         *machine,
         f"- command: `{command}`",
