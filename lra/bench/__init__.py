@@ -1,7 +1,10 @@
-"""Benchmarks of the attention zoo: ``python -m lra.bench efficiency|fidelity``.
+"""Benchmarks of the attention zoo and the harness: ``python -m lra.bench efficiency|fidelity|train-speed``.
 
-``efficiency`` times forward+backward and measures peak memory of one attention layer and of the
-whole encoder against sequence length; ``fidelity`` measures how far each approximate core's output
-is from its exact counterpart's. Both write ``results/<benchmark>_<device>.{csv,md,png}`` with the
-machine and the command that reruns them (``lra.provenance``).
+Each benchmark is a command-line module (``efficiency``, ``fidelity``, ``train_speed``) beside modules
+of one job each: what it measures (``*_workloads``, ``*_measure``, ``fidelity_checkpoint``,
+``train_step``) and the files it writes (``*_output``). Shared by them: ``timing`` (median step time
+and peak memory on CPU or CUDA), ``isolation`` (one configuration per fresh subprocess, with a
+timeout and a memory limit), ``writers`` (CSV and figures) and ``baselines`` (the naive softmax
+core). Every benchmark writes ``results/<benchmark>_<device>.*`` with the machine and the command that
+reruns it (``lra.provenance``).
 """
