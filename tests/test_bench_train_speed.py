@@ -12,7 +12,7 @@ import torch
 from lra.bench.__main__ import main
 from lra.bench.train_speed_measure import TrainSpeedConfig, TrainSpeedRow, measure, measure_in_subprocess
 from lra.bench.train_speed_output import CSV_COLUMNS, ratio_to_reference
-from lra.bench.train_step import HarnessStep, clipping, job_config, random_batch
+from lra.bench.train_step import HarnessStep, job_config, random_batch
 
 TINY = ("task.seq_len=32", "task.batch_size=4", "features=8")
 
@@ -45,13 +45,18 @@ def test_harness_step_trains_steps_the_scheduler_and_does_not_warn_about_logging
     assert step.optimizer.param_groups[0]["lr"] == scheduler.get_last_lr()[0]
 
 
-def test_gradient_clipping_follows_the_config():
-    cfg = job_config("listops", "standard", [*TINY, "trainer.gradient_clip_val=0.001"])
-    assert clipping(cfg)["gradient_clip_val"] == 0.001
+@pytest.mark.parametrize("algorithm", ["norm", "value"])
+def test_gradient_clipping_follows_the_protocol(algorithm):
+    cfg = job_config(
+        "listops", "standard", [*TINY, f"protocol.clip={algorithm}", "protocol.clip_value=0.001"]
+    )
     step = HarnessStep.build(cfg, torch.device("cpu"))
     step()
     grads = [p.grad for p in step.module.parameters() if p.grad is not None]
-    assert torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])) <= 0.001 * 1.0001
+    if algorithm == "norm":
+        assert torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])) <= 0.001 * 1.0001
+    else:
+        assert max(g.abs().max() for g in grads) <= 0.001
 
 
 def test_train_speed_tiny_run_writes_csv_and_markdown(tmp_path):

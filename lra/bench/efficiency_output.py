@@ -146,7 +146,7 @@ def write_markdown(
         f"timed steps (fewer, at least one, once they add up to {settings.time_budget_s:g} s: "
         "`(k×)` in the time table). `naive` is softmax attention with QKᵀ materialised (the papers' "
         "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
-        "paper defaults (options in DESIGN.md).",
+        "paper defaults (options in README.md, section The attention zoo).",
         "",
         f"Memory: {MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
         + f"{settings.threads or 'torch default'}.",

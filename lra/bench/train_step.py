@@ -9,8 +9,8 @@ gradient clipping through the module's ``configure_gradient_clipping`` hook, ``o
 then the step-interval schedulers. The optimizer and schedulers are the module's own
 ``configure_optimizers()``, parsed by the function the Trainer itself calls
 (``_init_optimizers_and_lr_schedulers``, private to Lightning), so whatever form the module returns
-means here what it means in a run. Gradient clipping is read from the config in one place
-(``clipping``).
+means here what it means in a run. Gradient clipping comes from ``cfg.protocol``
+through ``lra.train.clipping``, as in a run.
 
 Logging: ``training_step`` calls ``self.log``, and the hooks may read ``self.trainer``. The module is
 given a ``Trainer(barebones=True)`` (never fitted): Lightning's mode for measuring raw speed, in which
@@ -26,7 +26,6 @@ import logging
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import lightning as L
 import torch
@@ -36,7 +35,7 @@ from lightning.pytorch.utilities.types import LRSchedulerConfig
 from omegaconf import DictConfig
 
 from lra.__main__ import CONFIG_DIR
-from lra.train import build_module
+from lra.train import build_module, clipping
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels
 BAREBONES_LOG_WARNING = r".*self\.log\(\)` but `Trainer\(barebones=True\)` is configured.*"
@@ -69,14 +68,6 @@ def random_batch(task: DictConfig, device: torch.device) -> Batch:
     return tokens, lengths, labels
 
 
-def clipping(cfg: DictConfig) -> dict[str, Any]:
-    """The gradient clipping of ``cfg``, as the run's ``Trainer`` arguments: the one place it is read."""
-    return {
-        "gradient_clip_val": cfg.trainer.get("gradient_clip_val"),
-        "gradient_clip_algorithm": cfg.trainer.get("gradient_clip_algorithm"),
-    }
-
-
 def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
     """A never-fitted ``Trainer(barebones=True)`` on ``device`` with the config's steps and clipping.
 
@@ -91,7 +82,7 @@ def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
             accelerator=device.type,
             devices=[device.index or 0] if device.type == "cuda" else 1,
             max_steps=cfg.trainer.max_steps,
-            **clipping(cfg),
+            **clipping(cfg.protocol),
         )
     finally:
         lightning_logger.setLevel(level)
