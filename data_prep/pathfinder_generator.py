@@ -49,7 +49,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from data_prep.pathfinder_layout import Layout, layout
+from data_prep.pathfinder_layout import SEED_KEYS, Layout, layout
 from data_prep.pathfinder_settings import (
     CONTOUR_LENGTHS,
     MIN_RESOLUTION,
@@ -61,11 +61,11 @@ from data_prep.pathfinder_shapes import draw_markers
 from data_prep.pathfinder_snakes import (
     FIRST_BATCH,
     MAX_CELLS,
+    Draws,
     Snake,
     distractors,
     main_pairs,
     render,
-    segments,
 )
 
 __all__ = [
@@ -101,25 +101,41 @@ class PathfinderRecord:
         return [segments(self.board, snake) for snake in self.snakes]
 
 
+def segments(board: Layout, snake: Snake) -> np.ndarray:
+    """The drawn line of each paddle of ``snake``: float (K, 2, 2) (start, end) (row, col) image
+    pixels, in path order (paddles added by extension are drawn from their head backwards)."""
+    out = np.empty((len(snake.starts), 2, 2))
+    for row, (start, key) in enumerate(zip(snake.starts, snake.keys, strict=True)):
+        begin = np.array(board.point(start), dtype=float)
+        ends = np.array([begin, begin + board.paddles[key].reach])
+        out[row] = ends[::-1] if key >= SEED_KEYS else ends
+    return out
+
+
 def _draw(
     rngs: list[np.random.Generator], difficulty: str, settings: Settings, margin: int, labels: list[int]
 ) -> tuple[np.ndarray, list[PathfinderRecord]]:
     """The images (one per generator, all with paddle ``margin``) and their records."""
     board = layout(settings, margin)
     contour_length = CONTOUR_LENGTHS[difficulty]
-    masks, pairs = main_pairs(rngs, board, contour_length)
+    draws = Draws(rngs)
+    masks, pairs = main_pairs(draws, board, contour_length)
     count, length = settings.distractor_snakes(contour_length), settings.distractor_length(contour_length)
-    others = distractors(rngs, board, masks, count, length)
-    images = np.empty((len(rngs), settings.resolution, settings.resolution), dtype=np.uint8)
-    records = []
-    for row, (rng, main, extra, label) in enumerate(zip(rngs, pairs, others, labels, strict=True)):
+    others = distractors(draws, board, masks, count, length)
+    markers = np.empty((len(rngs), 2, 2), dtype=np.intp)
+    for row, (rng, main, label) in enumerate(zip(rngs, pairs, labels, strict=True)):
         origin = int(rng.integers(2))
         terminal = origin if label == 1 else 1 - origin
-        markers = np.array([board.point(main[origin].starts[0]), board.point(main[terminal].starts[-1])])
-        contrasts = [settings.main_contrast] * 2 + [settings.snake_contrast] * len(extra)
-        intensity = np.maximum(render(board, main + extra, contrasts), draw_markers(markers, settings))
-        images[row] = (intensity * (INK / intensity.max()) + 0.5).astype(np.uint8)
-        records.append(PathfinderRecord(markers, contour_length, margin, main + extra, board))
+        markers[row] = board.point(main[origin].starts[0]), board.point(main[terminal].starts[-1])
+    drawings = [main + extra for main, extra in zip(pairs, others, strict=True)]
+    contrasts = [[settings.main_contrast] * 2 + [settings.snake_contrast] * len(extra) for extra in others]
+    intensity = render(board, drawings, contrasts)
+    draw_markers(intensity, markers, settings)
+    images = (intensity * (INK / intensity.max(axis=(1, 2), keepdims=True)) + 0.5).astype(np.uint8)
+    records = [
+        PathfinderRecord(pair, contour_length, margin, drawing, board)
+        for pair, drawing in zip(markers, drawings, strict=True)
+    ]
     return images, records
 
 

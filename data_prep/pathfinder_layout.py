@@ -31,12 +31,14 @@ def _moves(angles: np.ndarray, distance: float) -> np.ndarray:
 class Layout:
     """Tables of one setting and margin (shapes give the number of keys, K, and steps, n):
 
-    - ``paddles`` [K] by key; ``mask_offsets`` (K, m) int and ``mask_values`` (K, m): each paddle
-      mask's nonzero pixels as flat offsets from its start (rows padded by repeating their last
-      entry, which changes neither a maximum nor a write);
+    - ``paddles`` [K] by key; ``mask_offsets`` (m, K) int and ``mask_values`` (m, K): each paddle
+      mask's nonzero pixels as flat offsets from its start (a column per key, padded by repeating
+      its last entry, which changes neither a maximum nor a write); ``line_offsets`` and
+      ``line_values`` (l, K) the same for its drawn line (pixel-major, so that a maximum over a
+      paddle's pixels runs over the first axis, which numpy does fast);
     - ``advance`` (K, 2): the move of a pivot along the paddle, by ``length + 2 margin``;
-    - ``step_near`` (n, m): flat offsets from a pivot of the pixels near each candidate head;
-    - ``turn`` (K, n): the weight cos²(min(turn * continuity, 90°)) of each step after the paddle;
+    - ``step_near`` (m, n, 1): flat offsets from a pivot of the pixels near each candidate head;
+    - ``turn`` (n, K): the weight cos²(min(turn * continuity, 90°)) of each step after the paddle;
     - ``head`` and ``back`` (360, 2): from a first paddle's start to its end (``length``) and from
       its end to its pivot (``length + margin``, backwards), by degrees + 180;
     - ``beside`` (360, 2): ``seed_distance`` along each whole degree 0..359 (the second main
@@ -56,10 +58,10 @@ class Layout:
         self.shapes = shapes = paddle_set(settings, margin)
         self.pad, self.width, self.size = shapes.pad, shapes.width, settings.resolution
         self.inner = (slice(self.pad, self.pad + self.size),) * 2
-        self.empty = np.zeros((self.width, self.width))
+        self.empty = np.zeros((self.width, self.width), dtype=np.float32)  # float32, as the original's
         ring, edge = self.empty[self.inner], settings.padding
         ring[:edge], ring[-edge:], ring[:, :edge], ring[:, -edge:] = 1.0, 1.0, 1.0, 1.0
-        inside = np.zeros_like(self.empty)
+        inside = np.zeros(self.empty.shape)
         inside[self.inner] = 1.0
         self.inside = inside.ravel()
         edge = np.zeros(self.empty.shape, dtype=bool)
@@ -73,14 +75,13 @@ class Layout:
         angles = np.concatenate([seed_angles, shapes.step_angles])
         kernels = [self.shapes.flat(paddle.seed_kernel) for paddle in self.paddles[:SEED_KEYS]]
         self.seed_kernels = np.array([_pad_row(kernel, max(map(len, kernels))) for kernel in kernels])
-        longest = max(len(paddle.mask_offsets) for paddle in self.paddles)
-        self.mask_offsets = np.array([_pad_row(p.mask_offsets, longest) for p in self.paddles])
-        self.mask_values = np.array([_pad_row(p.mask_values, longest) for p in self.paddles])
+        self.mask_offsets, self.mask_values = _table([(p.mask_offsets, p.mask_values) for p in self.paddles])
+        self.line_offsets, self.line_values = _table([(p.line_offsets, p.line_values) for p in self.paddles])
         self.advance = _moves(angles, shapes.length + 2 * margin)
         self.stride = np.array([self.width, 1])
         self.origin = self.pad * self.width + self.pad  # flat index of image pixel (0, 0)
-        self.step_near = shapes.step_offsets[:, None] + shapes.near[None, :]
-        gap = np.abs(shapes.step_angles[None, :] - angles[:, None])
+        self.step_near = (shapes.near[:, None] + shapes.step_offsets[None, :])[:, :, None]
+        gap = np.abs(shapes.step_angles[:, None] - angles[None, :])
         turn = np.minimum(np.minimum(gap, 2 * math.pi - gap) * settings.continuity, math.pi / 2)
         self.turn = np.maximum(np.cos(turn), 0.0) ** 2
         self.head = _moves(seed_angles, shapes.length)
@@ -120,6 +121,14 @@ class Layout:
 
 def _pad_row(values: np.ndarray, length: int) -> np.ndarray:
     return np.concatenate([values, np.repeat(values[-1:], length - len(values))])
+
+
+def _table(rows: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of (offsets (m_i,), values (m_i,)) as two (m, K) arrays, a column per row, padded by
+    repeating its last entry (which changes neither a maximum nor a write)."""
+    longest = max(len(offsets) for offsets, _ in rows)
+    offsets = np.array([_pad_row(row_offsets, longest) for row_offsets, _ in rows]).T
+    return np.ascontiguousarray(offsets), np.array([_pad_row(values, longest) for _, values in rows]).T.copy()
 
 
 @functools.lru_cache(maxsize=16)

@@ -67,8 +67,9 @@ def step(point: tuple[int, int], angle: float, distance: float) -> tuple[int, in
 @dataclass(frozen=True)
 class Paddle:
     """One paddle: its patches (2H + 1, 2H + 1) centred on its start, ``line`` intensity in [0, 1]
-    before contrast and ``mask`` in [0, 1]; the same mask as flat canvas offsets from the start
-    of its nonzero pixels ``mask_offsets`` (m,) and their values ``mask_values`` (m,); ``reach``
+    before contrast and ``mask`` in [0, 1]; the same as flat canvas offsets from the start of
+    their nonzero pixels, ``line_offsets`` (l,), ``mask_offsets`` (m,), and the values there,
+    ``line_values`` (l,), ``mask_values`` (m,); ``reach``
     (2,) the offset (row, col) of the line's far end from its start, in image pixels; and
     ``seed_kernel`` (k, 2) the offsets (row, col) from a candidate start of a snake's first paddle
     that must all be free to seed it there: the fully-on pixels of the mask, cropped and shifted
@@ -77,6 +78,8 @@ class Paddle:
 
     line: np.ndarray
     mask: np.ndarray
+    line_offsets: np.ndarray
+    line_values: np.ndarray
     mask_offsets: np.ndarray
     mask_values: np.ndarray
     reach: np.ndarray
@@ -139,11 +142,13 @@ class PaddleSet:
         reach = self.length + self.margin
         first = self.half - reach - 1
         kernel = mask[first : first + 2 * reach + 1, first : first + 2 * reach + 1] == FULL
-        on = np.argwhere(mask > 0)
+        drawn = _down_sample(line, self.size) / FULL
         return Paddle(
-            line=_down_sample(line, self.size) / FULL,
+            line=drawn,
             mask=values,
-            mask_offsets=self.flat(on - self.half),
+            line_offsets=self.flat(np.argwhere(drawn > 0) - self.half),
+            line_values=drawn[drawn > 0],
+            mask_offsets=self.flat(np.argwhere(mask > 0) - self.half),
             mask_values=values[mask > 0],
             reach=(np.array(head) - centre) * self.size / big,
             seed_kernel=np.argwhere(kernel) - reach,
@@ -155,14 +160,26 @@ def paddle_set(settings: Settings, margin: int) -> PaddleSet:
     return PaddleSet(settings, margin)
 
 
-def draw_markers(tips: np.ndarray, settings: Settings) -> np.ndarray:
-    """The two marker discs centred on ``tips`` (2, 2) int (row, col): intensity (R, R) float in [0, 1],
-    each disc down-sampled on its own canvas and the two combined by maximum."""
+@functools.lru_cache(maxsize=1 << 16)
+def marker(settings: Settings, row: int, col: int) -> tuple[int, int, np.ndarray]:
+    """The marker disc centred on image pixel (``row``, ``col``), down-sampled on its own
+    image-sized canvas: (top, left, patch) with the patch (h, w) float in [0, 1] the disc's nonzero
+    bounding box, which starts at pixel (top, left) (cached: a marker only depends on its place)."""
     aa, size = settings.antialias_scale, settings.resolution
     rows = np.arange(size * aa)
-    markers = np.zeros((size, size))
-    for row, col in tips:
-        distance2 = (rows[:, None] - row * aa) ** 2 + (rows[None, :] - col * aa) ** 2
-        disc = np.where(distance2 <= (settings.marker_radius * aa) ** 2, FULL, 0).astype(np.uint8)
-        markers = np.maximum(markers, _down_sample(disc, size) / FULL)
-    return markers
+    distance2 = (rows[:, None] - row * aa) ** 2 + (rows[None, :] - col * aa) ** 2
+    disc = np.where(distance2 <= (settings.marker_radius * aa) ** 2, FULL, 0).astype(np.uint8)
+    image = _down_sample(disc, size)
+    lit_rows, lit_cols = np.flatnonzero(image.any(axis=1)), np.flatnonzero(image.any(axis=0))
+    top, left = int(lit_rows[0]), int(lit_cols[0])
+    return top, left, image[top : lit_rows[-1] + 1, left : lit_cols[-1] + 1] / FULL
+
+
+def draw_markers(images: np.ndarray, tips: np.ndarray, settings: Settings) -> None:
+    """Combine by maximum into ``images`` (I, R, R) float each image's two marker discs centred on
+    ``tips`` (I, 2, 2) int (row, col), each down-sampled on its own canvas, as the original did."""
+    for image, pair in zip(images, tips, strict=True):
+        for row, col in pair:
+            top, left, patch = marker(settings, int(row), int(col))
+            window = image[top : top + patch.shape[0], left : left + patch.shape[1]]
+            np.maximum(window, patch, out=window)

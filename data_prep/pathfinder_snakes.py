@@ -46,6 +46,7 @@ FIRST_BATCH = 16  # main pairs an image tries at once; doubled after a batch wit
 LAST_BATCH = 1024  # ... up to this many
 PAIR_BATCHES = 64  # batches an image tries before giving up (the original tries forever)
 PROPOSALS = 8  # random pixels tried as a distractor's start before listing all free ones
+BUFFER = 4 * LAST_BATCH * PADDLE_TRIES  # random numbers an image draws at a time (>= any one request)
 MAX_CELLS = 1 << 22  # attempts * canvas pixels grown at once, at most (memory), but one image's batch
 
 Generators = Sequence[np.random.Generator]
@@ -101,15 +102,26 @@ class Attempts:
         return owners, self.live[first]
 
 
-def uniforms(rngs: Generators, owners: np.ndarray, count: int) -> np.ndarray:
-    """``count`` uniform numbers in [0, 1) per attempt (len(owners), count), each row drawn from its
-    owner's generator; the attempts of one owner are consecutive and draw in one call."""
-    out = np.empty((len(owners), count))
-    edges = np.flatnonzero(np.diff(owners)) + 1
-    for begin, end in zip(np.r_[0, edges], np.r_[edges, len(owners)], strict=True):
-        if end > begin:
-            out[begin:end] = rngs[owners[begin]].random((end - begin, count))
-    return out
+class Draws:
+    """Uniform random numbers in [0, 1) for attempts, each from its own image's generator: every
+    image keeps a buffer of ``BUFFER`` numbers drawn from its generator, refilled when used up,
+    so the numbers an image gets depend only on its generator and on what it asked for."""
+
+    def __init__(self, rngs: Generators) -> None:
+        self.rngs = rngs
+        self.buffers = np.empty((len(rngs), BUFFER))
+        self.used = np.full(len(rngs), BUFFER)
+
+    def take(self, owners: np.ndarray, count: int) -> np.ndarray:
+        """``count`` numbers per attempt (len(owners), count); ``owners`` (A,) non-decreasing."""
+        first = np.searchsorted(owners, owners)  # where each owner's run of attempts begins
+        wanted = np.bincount(owners, minlength=len(self.rngs)) * count
+        for image in np.flatnonzero(self.used + wanted > BUFFER):
+            self.buffers[image] = self.rngs[image].random(BUFFER)
+            self.used[image] = 0
+        columns = (self.used[owners] + (np.arange(len(owners)) - first) * count)[:, None] + np.arange(count)
+        self.used += wanted
+        return self.buffers[owners[:, None], columns]
 
 
 def choose(draws: np.ndarray, counts: np.ndarray | int) -> np.ndarray:
@@ -120,51 +132,59 @@ def choose(draws: np.ndarray, counts: np.ndarray | int) -> np.ndarray:
 def occupy(layout: Layout, masks: np.ndarray, rows: np.ndarray, starts: np.ndarray, keys: np.ndarray) -> None:
     """Add the masks of paddles (``starts``, ``keys`` (r,)) to ``masks[rows]`` ((B, W * W), rows (r,)),
     cut to the image as the original does."""
-    pixels = starts[:, None] + layout.mask_offsets[keys]
-    cells = pixels + (rows * masks.shape[1])[:, None]
+    pixels = starts + layout.mask_offsets[:, keys]  # (m, r)
+    cells = pixels + rows * masks.shape[1]
     flat = masks.reshape(-1)
-    flat[cells] = np.maximum(flat[cells], layout.mask_values[keys] * layout.inside[pixels])
+    flat[cells] = np.maximum(flat[cells], layout.mask_values[:, keys] * layout.inside[pixels])
 
 
-def extend(rngs: Generators, layout: Layout, attempts: Attempts, snake: int) -> None:
+def _fits(layout: Layout, flat: np.ndarray, cells: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Whether paddles ``keys`` starting at flat mask cells ``cells`` (same shape) keep the sum of
+    their mask and the occupancy mask ``flat`` below ``CROWDED`` everywhere: bool, that shape."""
+    return (flat[cells + layout.mask_offsets[:, keys]] + layout.mask_values[:, keys]).max(axis=0) < CROWDED
+
+
+def extend(draws: Draws, layout: Layout, attempts: Attempts, snake: int) -> None:
     """Add one paddle to snake ``snake`` of every live attempt (see the module docstring); an
-    attempt whose snake finds no head fails. The tries at a head are drawn at once and the first
-    that fits is kept, as trying them one by one would."""
+    attempt whose snake finds no head fails. The tries at a head are drawn at once, and the first
+    that fits is kept, as trying them one by one would. Arrays are laid out (candidates, attempts)
+    so that sums and maxima run over the first axis, which numpy does fast."""
     live, last = attempts.live, attempts.placed - 1
     keys = attempts.keys[live, snake, last]
     pivots = np.ceil(attempts.pivots[live, snake] + layout.advance[keys]).astype(np.intp)
-    centres = layout.index(pivots)[:, None]  # (A, 1)
-    base = (live * attempts.masks.shape[1])[:, None]
-    flat = attempts.masks.reshape(-1)
-    crowding = flat[(centres + base)[:, :, None] + layout.step_near].max(axis=2)  # (A, n)
-    heads = centres + layout.shapes.step_offsets
-    weights = layout.inside[heads] * (1.0 - crowding) * layout.turn[keys]
-    cumulative = np.cumsum(weights, axis=1)
-    total = cumulative[:, -1:]
+    centres = layout.index(pivots)  # (A,)
+    flat, base = attempts.masks.reshape(-1), live * attempts.masks.shape[1]
+    crowding = flat[layout.step_near + (centres + base)].max(axis=0)  # (n, A)
+    heads = layout.shapes.step_offsets[:, None] + centres
+    weights = layout.inside[heads] * np.subtract(1.0, crowding, dtype=np.float64) * layout.turn[:, keys]
+    cumulative = np.cumsum(weights, axis=0)
+    total = cumulative[-1]
     stuck = total < DEAD_END
     # Draws just below the total land on a weighted head; a stuck attempt draws the pivot (unused).
-    draws = uniforms(rngs, attempts.owners[live], PADDLE_TRIES) * np.where(stuck, -1.0, total * (1 - 2**-40))
-    choice = (cumulative[:, None, :] <= draws[:, :, None]).sum(axis=2)  # (A, T)
-    new_heads = np.where(stuck, centres, np.take_along_axis(heads, choice, axis=1))
+    scaled = draws.take(attempts.owners[live], PADDLE_TRIES).T * np.where(stuck, -1.0, total * (1 - 2**-40))
+    choice = (cumulative[:, None, :] <= scaled).view(np.int8).sum(axis=0, dtype=np.intp)  # (T, A)
+    columns = np.arange(len(live))
+    new_heads = np.where(stuck, centres, heads[choice, columns])
     new_keys = choice + SEED_KEYS
-    pixels = (new_heads + base)[:, :, None] + layout.mask_offsets[new_keys]
-    fits = (flat[pixels] + layout.mask_values[new_keys]).max(axis=2) < CROWDED
-    fits &= ~stuck
-    found = fits.any(axis=1)
-    pick = np.argmax(fits[found], axis=1)
+    fits = np.zeros(choice.shape, dtype=bool)
+    fits[0] = _fits(layout, flat, new_heads[0] + base, new_keys[0]) & ~stuck
+    again = np.flatnonzero(~fits[0] & ~stuck)  # most first tries fit: test the others only here
+    fits[1:, again] = _fits(layout, flat, new_heads[1:, again] + base[again], new_keys[1:, again])
+    found = fits.any(axis=0)
+    pick = np.argmax(fits[:, found], axis=0)
     done = live[found]
     occupy(layout, attempts.masks, done, attempts.starts[done, snake, last], keys[found])
-    attempts.starts[done, snake, last + 1] = new_heads[found, pick]
-    attempts.keys[done, snake, last + 1] = new_keys[found, pick]
+    attempts.starts[done, snake, last + 1] = new_heads[pick, columns[found]]
+    attempts.keys[done, snake, last + 1] = new_keys[pick, columns[found]]
     attempts.pivots[done, snake] = pivots[found]
     attempts.live = done
 
 
-def grow(rngs: Generators, layout: Layout, attempts: Attempts, length: int) -> None:
+def grow(draws: Draws, layout: Layout, attempts: Attempts, length: int) -> None:
     """Extend the snakes of the live attempts in turn, one paddle each, until they have ``length``."""
     while attempts.placed < length and len(attempts.live):
         for snake in range(attempts.starts.shape[1]):
-            extend(rngs, layout, attempts, snake)
+            extend(draws, layout, attempts, snake)
         attempts.placed += 1
 
 
@@ -184,19 +204,19 @@ def _place_first(
     attempts.pivots[:, snake] = layout.first_pivots(points, keys)
 
 
-def _seed_pairs(rngs: Generators, layout: Layout, attempts: Attempts) -> None:
+def _seed_pairs(draws: Draws, layout: Layout, attempts: Attempts) -> None:
     """The first paddles of both main snakes of every attempt (see the module docstring)."""
     rows, tries = np.arange(len(attempts.owners)), PADDLE_TRIES
-    draws = uniforms(rngs, attempts.owners, 4 * tries)
-    keys = choose(draws[:, :tries], SEED_KEYS)
+    numbers = draws.take(attempts.owners, 4 * tries)
+    keys = choose(numbers[:, :tries], SEED_KEYS)
     available = layout.centre_count[keys]
-    picks = layout.centre_first[keys] + choose(draws[:, tries : 2 * tries], np.maximum(available, 1))
+    picks = layout.centre_first[keys] + choose(numbers[:, tries : 2 * tries], np.maximum(available, 1))
     outcome = np.where(available == 0, 2, layout.centre_inside[picks])
     first_ok, tried = _first_decisive(outcome)
     origins, first_keys = layout.centre_starts[picks[rows, tried]], keys[rows, tried]
 
-    second_keys = choose(draws[:, 2 * tries : 3 * tries], SEED_KEYS)
-    directions = choose(draws[:, 3 * tries :], 360)
+    second_keys = choose(numbers[:, 2 * tries : 3 * tries], SEED_KEYS)
+    directions = choose(numbers[:, 3 * tries :], 360)
     seconds = np.round(origins[:, None, :] + layout.beside[directions]).astype(np.intp)
     second_ok, tried = _first_decisive(layout.first_paddle_fits(seconds, second_keys).astype(np.intp))
     _place_first(layout, attempts, 0, origins, first_keys)
@@ -204,13 +224,13 @@ def _seed_pairs(rngs: Generators, layout: Layout, attempts: Attempts) -> None:
     attempts.live = np.flatnonzero(first_ok & second_ok)
 
 
-def _try_pairs(rngs: Generators, layout: Layout, images: np.ndarray, batch: int, contour_length: int) -> dict:
+def _try_pairs(draws: Draws, layout: Layout, images: np.ndarray, batch: int, contour_length: int) -> dict:
     """``batch`` pairs for each of ``images`` in lockstep: {image: (occupancy mask (W * W,), pair)}
     for those where one succeeded."""
     owners = np.repeat(images, batch)
     attempts = Attempts.start(owners, 2, contour_length, np.tile(layout.empty.ravel(), (len(owners), 1)))
-    _seed_pairs(rngs, layout, attempts)
-    grow(rngs, layout, attempts, contour_length)
+    _seed_pairs(draws, layout, attempts)
+    grow(draws, layout, attempts, contour_length)
     images, winners = attempts.first_live()
     # As in the original, only the second snake's last paddle joins the mask.
     last_starts, last_keys = attempts.starts[winners, 1, -1], attempts.keys[winners, 1, -1]
@@ -219,16 +239,17 @@ def _try_pairs(rngs: Generators, layout: Layout, images: np.ndarray, batch: int,
     return {int(image): (attempts.masks[row], attempts.snakes(row)) for image, row in pairs}
 
 
-def main_pairs(rngs: Generators, layout: Layout, contour_length: int) -> tuple[np.ndarray, list[list[Snake]]]:
-    """For each image (one per generator): the two main snakes of ``contour_length`` paddles (see
-    the module docstring) and the occupancy mask they leave, (I, W * W)."""
-    masks = np.empty((len(rngs), layout.width**2))
-    pairs: list[list[Snake]] = [[] for _ in rngs]
-    pending, batch = np.arange(len(rngs)), FIRST_BATCH
+def main_pairs(draws: Draws, layout: Layout, contour_length: int) -> tuple[np.ndarray, list[list[Snake]]]:
+    """For each image (one per generator of ``draws``): the two main snakes of ``contour_length``
+    paddles (see the module docstring) and the occupancy mask they leave, (I, W * W)."""
+    count = len(draws.rngs)
+    masks = np.empty((count, layout.width**2), dtype=layout.empty.dtype)
+    pairs: list[list[Snake]] = [[] for _ in range(count)]
+    pending, batch = np.arange(count), FIRST_BATCH
     for _ in range(PAIR_BATCHES):
         per_group = max(1, MAX_CELLS // (batch * layout.width**2))
         for group in np.array_split(pending, -(-len(pending) // per_group)):
-            for image, (mask, pair) in _try_pairs(rngs, layout, group, batch, contour_length).items():
+            for image, (mask, pair) in _try_pairs(draws, layout, group, batch, contour_length).items():
                 masks[image], pairs[image] = mask, pair
         pending = np.array([image for image in pending if not pairs[image]], dtype=np.intp)
         if not len(pending):
@@ -237,20 +258,20 @@ def main_pairs(rngs: Generators, layout: Layout, contour_length: int) -> tuple[n
     raise RuntimeError(f"no two main paths of {contour_length} paddles fit in {PAIR_BATCHES} batches")
 
 
-def _distractor_starts(rngs: Generators, layout: Layout, attempts: Attempts) -> None:
+def _distractor_starts(draws: Draws, layout: Layout, attempts: Attempts) -> None:
     """The first paddle of every attempt's distractor, anywhere free (see the module docstring)."""
     count, size, tries = len(attempts.owners), layout.size, PADDLE_TRIES
     masks = attempts.masks
     inner = masks.reshape(count, layout.width, layout.width)[(slice(None), *layout.inner)]
     status = np.where((inner <= FREE).mean(axis=(1, 2)) < MIN_FREE_SHARE, 2, 0)  # 1: seeded, 2: failed
-    draws = uniforms(rngs, attempts.owners, tries * (PROPOSALS + 2)).reshape(count, tries, PROPOSALS + 2)
+    numbers = draws.take(attempts.owners, tries * (PROPOSALS + 2)).reshape(count, tries, PROPOSALS + 2)
     points = np.zeros((count, 2), dtype=np.intp)
     keys = np.zeros(count, dtype=np.intp)
     inside = layout.inside > 0
     for trial in range(tries):
         todo = np.flatnonzero(status == 0)
-        keys[todo] = choose(draws[todo, trial, 0], SEED_KEYS)
-        pixels = np.stack(np.divmod(choose(draws[todo, trial, 1:-1], size * size), size), axis=-1)
+        keys[todo] = choose(numbers[todo, trial, 0], SEED_KEYS)
+        pixels = np.stack(np.divmod(choose(numbers[todo, trial, 1:-1], size * size), size), axis=-1)
         cells = layout.index(pixels)[:, :, None] + layout.seed_kernels[keys[todo]][:, None, :]
         stored = masks.reshape(-1)[cells + (todo * masks.shape[1])[:, None, None]]
         free = ~(inside[cells] & ((stored > FREE) | layout.edge[cells])).any(axis=2)  # (t, P)
@@ -261,7 +282,7 @@ def _distractor_starts(rngs: Generators, layout: Layout, attempts: Attempts) -> 
             if len(found) == 0:
                 status[row] = 2
             else:
-                points[row] = found[choose(draws[row, trial, -1], len(found))]
+                points[row] = found[choose(numbers[row, trial, -1], len(found))]
         todo = todo[status[todo] == 0]
         status[todo[layout.first_paddle_fits(points[todo], keys[todo])]] = 1
     _place_first(layout, attempts, 0, points, keys)
@@ -269,19 +290,19 @@ def _distractor_starts(rngs: Generators, layout: Layout, attempts: Attempts) -> 
 
 
 def distractors(
-    rngs: Generators, layout: Layout, masks: np.ndarray, count: int, length: int
+    draws: Draws, layout: Layout, masks: np.ndarray, count: int, length: int
 ) -> list[list[Snake]]:
     """For each image, up to ``count`` distractor snakes of ``length`` paddles (``DISTRACTOR_TRIES``
     tries each), added to its occupancy mask in ``masks`` (I, W * W), in place."""
-    placed: list[list[Snake]] = [[] for _ in rngs]
+    placed: list[list[Snake]] = [[] for _ in draws.rngs]
     for _ in range(count):
-        need = np.arange(len(rngs))
+        need = np.arange(len(draws.rngs))
         for _ in range(DISTRACTOR_TRIES):
             if not len(need):
                 break
             attempts = Attempts.start(need, 1, length, masks[need])
-            _distractor_starts(rngs, layout, attempts)
-            grow(rngs, layout, attempts, length)
+            _distractor_starts(draws, layout, attempts)
+            grow(draws, layout, attempts, length)
             done = attempts.live
             occupy(layout, attempts.masks, done, attempts.starts[done, 0, -1], attempts.keys[done, 0, -1])
             for row in done:
@@ -291,24 +312,17 @@ def distractors(
     return placed
 
 
-def render(layout: Layout, snakes: list[Snake], contrasts: list[float]) -> np.ndarray:
-    """The paddles of ``snakes`` drawn at their ``contrasts``, combined by maximum: (R, R) float."""
-    half = layout.shapes.half
-    image = np.zeros_like(layout.empty)
-    for snake, contrast in zip(snakes, contrasts, strict=True):
-        for start, key in zip(snake.starts, snake.keys, strict=True):
-            row, col = divmod(int(start), layout.width)
-            window = image[row - half : row + half + 1, col - half : col + half + 1]
-            np.maximum(window, layout.paddles[key].line * contrast, out=window)
-    return image[layout.inner]
-
-
-def segments(layout: Layout, snake: Snake) -> np.ndarray:
-    """The drawn line of each paddle of ``snake``: float (K, 2, 2) (start, end) (row, col) image
-    pixels, in path order (paddles added by extension are drawn from their head backwards)."""
-    out = np.empty((len(snake.starts), 2, 2))
-    for row, (start, key) in enumerate(zip(snake.starts, snake.keys, strict=True)):
-        begin = np.array(layout.point(start), dtype=float)
-        ends = np.array([begin, begin + layout.paddles[key].reach])
-        out[row] = ends[::-1] if key >= SEED_KEYS else ends
-    return out
+def render(layout: Layout, drawings: list[list[Snake]], contrasts: list[list[float]]) -> np.ndarray:
+    """Each image's snakes (``drawings[i]``) drawn at their ``contrasts[i]`` and combined by
+    maximum: intensity (I, R, R) float."""
+    parts = [
+        (np.full(len(snake.starts), image), snake.starts, snake.keys, np.full(len(snake.starts), contrast))
+        for image, (snakes, gains) in enumerate(zip(drawings, contrasts, strict=True))
+        for snake, contrast in zip(snakes, gains, strict=True)
+    ]
+    owners, starts, keys, gains = (np.concatenate(column) for column in zip(*parts, strict=True))
+    cells = layout.width**2
+    canvas = np.zeros(len(drawings) * cells)
+    pixels = owners * cells + starts + layout.line_offsets[:, keys]  # (l, P)
+    np.maximum.at(canvas, pixels, layout.line_values[:, keys] * gains)
+    return canvas.reshape(len(drawings), layout.width, layout.width)[(slice(None), *layout.inner)]
