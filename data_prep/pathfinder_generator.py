@@ -65,7 +65,6 @@ from data_prep.pathfinder_snakes import (
     Snake,
     distractors,
     main_pairs,
-    render,
 )
 
 __all__ = [
@@ -99,6 +98,22 @@ class PathfinderRecord:
     @functools.cached_property
     def paths(self) -> list[np.ndarray]:
         return [segments(self.board, snake) for snake in self.snakes]
+
+
+def render(layout: Layout, drawings: list[list[Snake]], contrasts: list[list[float]]) -> np.ndarray:
+    """Each image's snakes (``drawings[i]``) drawn at their ``contrasts[i]`` and combined by
+    maximum: intensity (I, R, R) float."""
+    parts = [
+        (np.full(len(snake.starts), image), snake.starts, snake.keys, np.full(len(snake.starts), contrast))
+        for image, (snakes, gains) in enumerate(zip(drawings, contrasts, strict=True))
+        for snake, contrast in zip(snakes, gains, strict=True)
+    ]
+    owners, starts, keys, gains = (np.concatenate(column) for column in zip(*parts, strict=True))
+    cells = layout.width**2
+    canvas = np.zeros(len(drawings) * cells)
+    pixels = owners * cells + starts + layout.line_offsets[:, keys]  # (l, P)
+    np.maximum.at(canvas, pixels, layout.line_values[:, keys] * gains)
+    return canvas.reshape(len(drawings), layout.width, layout.width)[(slice(None), *layout.inner)]
 
 
 def segments(board: Layout, snake: Snake) -> np.ndarray:

@@ -1,12 +1,15 @@
-"""Snakes of paddles on a Pathfinder canvas, grown one paddle at a time as the original generator does.
+"""Snakes of paddles grown one paddle at a time on an occupancy mask, as the original generator does.
 
-The canvas holds the image being drawn and an *occupancy mask*: the maximum of the masks of the
-paddles placed so far (see ``pathfinder_shapes``), with the image's ``padding`` border set to 1.
+The *occupancy mask* of an image is the maximum of the masks of the paddles placed so far (see
+``pathfinder_shapes``), with the image's ``padding`` border set to 1; pixels outside the image
+never count (the original cut everything to the image).
 
-- **Seeding** a snake draws its first paddle's angle (a whole degree) and a start among the free
-  pixels (mask ≤ 0.3) at which the paddle's seed kernel covers only free pixels; a start whose
-  paddle end or pivot would leave the image is redrawn (``PADDLE_TRIES`` in all). Distractor
-  snakes give up when less than 1% of the image is free.
+- **Seeding** a snake draws its first paddle's angle (a whole degree) and, uniformly, a start at
+  which every pixel of the paddle's seed kernel (its fully-on mask pixels, one pixel off, as in
+  the original's dilation) that lies in the image is free (mask ≤ 0.3) and out of a band along
+  the edges; a start whose paddle end or pivot falls outside the image is drawn again
+  (``PADDLE_TRIES`` in all), and a snake with no possible start fails. Distractors also fail when
+  less than 1% of the image is free.
 - **Extending** a snake moves its pivot by ``length + 2 margin`` along its last paddle and weighs
   each candidate head around it (``PaddleSet.steps``) by ``1 - mask`` (the mask grown by a disc of
   the margin) times ``cos²(min(turn * continuity, 90°))``; a drawn head is kept when the new
@@ -14,19 +17,21 @@ paddles placed so far (see ``pathfinder_shapes``), with the image's ``padding`` 
   occupancy mask takes a paddle when the next one is placed, so a paddle is checked against every
   earlier paddle but the one just before it on its own snake; a snake's last paddle joins the mask
   when the snake is complete.
-- The **two main snakes** start from two seeds ``seed_distance`` apart: the first in the middle
-  of the image (the band of ``2 seed_distance`` along each edge is taken), the second at a random
-  whole-degree direction from it, unchecked against the mask; they grow one paddle each in turn,
-  and any failure starts the pair over. As in the original, the first main snake's last paddle
-  never joins the mask, so distractors may come close to it.
-- **Distractor snakes** are seeded anywhere free and grow to their length; a snake that fails is
-  dropped (``DISTRACTOR_TRIES`` tries), and the image keeps as many as succeeded.
+- The **two main snakes** start ``seed_distance`` apart: the first in the middle of the image
+  (its band is ``2 seed_distance`` wide), the second at a random whole-degree direction from it,
+  unchecked against the mask; they grow one paddle each in turn, and any failure starts the pair
+  over. As in the original, the first main snake's last paddle never joins the mask, so
+  distractors may come close to it.
+- **Distractor snakes** start anywhere free (band 1) and grow to their length; a snake that fails
+  is dropped after ``DISTRACTOR_TRIES`` tries, and the image keeps as many as succeeded.
 
 For speed, many *attempts* are grown in lockstep with numpy: the main pairs of many images, each
 image trying a batch of pairs at once (16, then 32, 64, ... until one succeeds: the first success
-in a batch is what trying them one by one would keep), and the distractors of many images. Each
-attempt draws its random numbers from its own image's generator (``rngs[owner]``), in an order
-that depends only on that image, so an image is the same whatever other images share its batch.
+in a batch is what trying them one by one would keep), and the distractors of many images. A
+distractor's start is drawn among ``PROPOSALS`` random pixels first (the first free one is a
+uniform draw among the free starts), and among all free starts only when none of them is free.
+Each attempt takes its random numbers from its own image's buffer (``Draws``), in an order that
+depends only on that image, so an image is the same whatever other images share its batch.
 """
 
 from __future__ import annotations
@@ -310,19 +315,3 @@ def distractors(
             masks[need[done]] = attempts.masks[done]
             need = np.delete(need, done)
     return placed
-
-
-def render(layout: Layout, drawings: list[list[Snake]], contrasts: list[list[float]]) -> np.ndarray:
-    """Each image's snakes (``drawings[i]``) drawn at their ``contrasts[i]`` and combined by
-    maximum: intensity (I, R, R) float."""
-    parts = [
-        (np.full(len(snake.starts), image), snake.starts, snake.keys, np.full(len(snake.starts), contrast))
-        for image, (snakes, gains) in enumerate(zip(drawings, contrasts, strict=True))
-        for snake, contrast in zip(snakes, gains, strict=True)
-    ]
-    owners, starts, keys, gains = (np.concatenate(column) for column in zip(*parts, strict=True))
-    cells = layout.width**2
-    canvas = np.zeros(len(drawings) * cells)
-    pixels = owners * cells + starts + layout.line_offsets[:, keys]  # (l, P)
-    np.maximum.at(canvas, pixels, layout.line_values[:, keys] * gains)
-    return canvas.reshape(len(drawings), layout.width, layout.width)[(slice(None), *layout.inner)]
