@@ -3,20 +3,25 @@
     core = attention_zoo.build_attention("nystrom", head_dim=32, num_heads=2, seq_len=1024)
     out = core(q, k, v, mask)   # (batch, heads, seq, head_dim), mask (batch, seq) bool or None
 
-Importing the package registers every core; ``available()`` lists their names.
+Importing the package imports every module in it, and each core's module registers it with
+``@register_attention``: a new core is one new file here. ``available()`` lists their names.
 """
 
-from attention_zoo import (
-    kernelized,  # noqa: F401
-    linformer,  # noqa: F401
-    nystrom,  # noqa: F401
-    performer,  # noqa: F401
-    reformer,  # noqa: F401
-    skyformer,  # noqa: F401
-    standard,  # noqa: F401  (each import registers a core)
-)
+import importlib
+import pkgutil
+
 from attention_zoo.multihead import MultiHeadSelfAttention
-from attention_zoo.registry import AttentionSpec, available, build_attention, register_attention, spec
+from attention_zoo.registry import (
+    AttentionSpec,
+    available,
+    build_attention,
+    register_attention,
+    spec,
+    tie_layers,
+)
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "AttentionSpec",
@@ -25,4 +30,5 @@ __all__ = [
     "build_attention",
     "register_attention",
     "spec",
+    "tie_layers",
 ]

@@ -5,15 +5,43 @@
 No row normalisation: §4.1 puts κ(·, ·) V in place of softmax's D⁻¹ exp(QKᵀ/√p) V, and the
 authors' released code computes the same unnormalised product. ``skyformer`` approximates exactly
 this quantity.
+
+The product runs through ``scaled_dot_product_attention``, so it never holds the (n × n) kernel
+where a fused kernel exists (CPU, and CUDA's memory-efficient kernel). With x = q/p^¼, y = k/p^¼,
+
+    κ(x, y) = exp(x·y − ‖y‖²/2 − ‖x‖²/2),
+
+a softmax attention whose keys carry one more feature, −‖y‖²/2 (against a query feature 1), plus
+one extra key whose score is ‖x‖²/2 (a second query feature, against a key feature 1) and whose
+value is a one-hot extra channel. The softmax shares its normaliser Z between the value channels,
+Σⱼ exp(sⱼ) vⱼ / Z, and the extra channel, exp(‖x‖²/2) / Z, so their ratio is Σⱼ κ(x, yⱼ) vⱼ
+exactly. The extra key's score is never below another key's (it exceeds sⱼ by ‖x − yⱼ‖²/2, and by a
+margin against rounding, see ``MARGIN``), so it is the row maximum that the softmax subtracts: the
+extra channel is 1 / (1 + Σⱼ κ) ≥ 1/(n + 1) and cannot underflow. Padded keys get −∞-like feature
+values instead of −‖y‖²/2 (weight exactly 0, no mask tensor, so the fused path stays available); a
+row without a real key gives 0 / 1 = 0.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.masking import check_inputs, zero_padding
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import Probability, register_attention
+
+# Fused kernels: the CPU's wants q, k, v of one size, CUDA's memory-efficient one float32 sizes in
+# multiples of 4 (flash has no float32 kernel).
+FEATURE_MULTIPLE = 4
+EXCLUDED = torch.finfo(torch.float32).min / 2  # the key feature of a padded key: its exp(score) is 0
+# Float32 rounding of a score (a sum of terms as large as ‖x‖² + ‖y‖²) can lift a key at distance 0
+# above the extra key, i.e. give a weight above 1 — far above it when the norms are huge. Every score
+# pays MARGIN·(‖x‖² + ‖y‖²), about the rounding bound of the score itself, so that every weight
+# stays in [0, 1]: each weight is κ·exp(−MARGIN(‖x‖² + ‖y‖²)), within 3e-6 of κ for q and k of
+# unit-variance entries at head_dim 32 (‖x‖² ≈ 5.7), the size of the float32 rounding of κ's own
+# exponent at those norms.
+MARGIN = 2.0**-22  # 4 units of float32 rounding, 2⁻²⁴
 
 
 def gaussian_kernel(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -28,17 +56,53 @@ def gaussian_kernel(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.exp(-half_sq_distance)
 
 
+def softmax_operands(
+    x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Queries, keys and values of the softmax attention whose value channels divided by its
+    extra channel (index d) are κ(x, y) v.
+
+    x, y, v: (B, H, N, d) float32 with padded positions zeroed; mask (B, N) or None.
+    Returns (B, H, N, F), (B, H, N + 1, F), (B, H, N + 1, F) with F = d + 2 rounded up to a
+    multiple of 4, c = ½ + MARGIN: query [x, 1, c‖x‖², 0…]; key [y, −c‖y‖² (EXCLUDED if padded),
+    0…] and the extra key [0, 0, 1, 0…]; value [v, 0…] and the extra value [0, 1, 0…].
+    """
+    batch, heads, length, dim = x.shape
+    width = -(-(dim + 2) // FEATURE_MULTIPLE) * FEATURE_MULTIPLE
+    half_sq_x = (0.5 + MARGIN) * x.square().sum(dim=-1, keepdim=True)
+    key_feature = -(0.5 + MARGIN) * y.square().sum(dim=-1, keepdim=True)
+    if mask is not None:
+        key_feature = key_feature.masked_fill(~mask[:, None, :, None], EXCLUDED)
+    extra_key = x.new_zeros(batch, heads, 1, width)
+    extra_key[..., dim + 1] = 1.0  # against the query's c‖x‖²
+    extra_value = x.new_zeros(batch, heads, 1, width)
+    extra_value[..., dim] = 1.0  # the normaliser channel
+    queries = F.pad(torch.cat([x, torch.ones_like(half_sq_x), half_sq_x], dim=-1), (0, width - dim - 2))
+    keys = torch.cat([F.pad(torch.cat([y, key_feature], dim=-1), (0, width - dim - 1)), extra_key], dim=-2)
+    values = torch.cat([F.pad(v, (0, width - dim)), extra_value], dim=-2)
+    return queries, keys, values
+
+
 @register_attention("kernelized")
 class KernelizedAttention(nn.Module):
-    """Exact (quadratic) Gaussian-kernel attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
+    """Exact (quadratic-time) Gaussian-kernel attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
 
-    Padded keys get kernel weight zero. The kernel runs in float32 with autocast off; the output
-    has the input dtype.
+    Padded keys get kernel weight zero. Runs in float32 with autocast off; the output has the
+    input dtype. Memory is linear in N on a fused ``scaled_dot_product_attention`` backend.
+
+    ``attention_dropout`` drops entries of the kernel matrix κ before it multiplies V, in training
+    only, with inverted scaling: out = (κ ⊙ M / (1 − p)) V, M ~ Bernoulli(1 − p) — the Skyformer
+    authors' code (``SoftmaxAttention_RBF``: dropout on exp(·) before the product with V). The
+    dropout is SDPA's own, on the augmented softmax; the normaliser channel comes from a second
+    call without dropout, so a dropped entry of the extra key cannot hit it.
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int) -> None:
+    def __init__(
+        self, *, head_dim: int, num_heads: int, seq_len: int, attention_dropout: Probability = 0.0
+    ) -> None:
         super().__init__()
         self.head_dim = head_dim
+        self.attention_dropout = attention_dropout
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -46,10 +110,18 @@ class KernelizedAttention(nn.Module):
         check_inputs(q, k, v, mask)
         scale = self.head_dim**-0.25
         with torch.autocast(device_type=q.device.type, enabled=False):
-            kernel = gaussian_kernel(
-                zero_padding(q.float(), mask) * scale, zero_padding(k.float(), mask) * scale
+            queries, keys, values = softmax_operands(
+                zero_padding(q.float(), mask) * scale,
+                zero_padding(k.float(), mask) * scale,
+                zero_padding(v.float(), mask),
+                mask,
             )
-            if mask is not None:
-                kernel = kernel * mask[:, None, None, :]
-            out = kernel @ zero_padding(v.float(), mask)
+            dim = q.shape[-1]
+            out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
+            numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
+            dropout = self.attention_dropout if self.training else 0.0
+            if dropout > 0:
+                dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
+                numerator = dropped[..., :dim]
+            out = numerator / normaliser
         return out.to(q.dtype)

@@ -2,9 +2,16 @@
 
     out = softmax(Q (Eᵀ K)ᵀ / √d) (Fᵀ V),   E, F: (seq_len, proj_dim) learned
 
-E and F are shared across heads (the paper's "headwise sharing"). Padded keys and values are
-zeroed before the projection, so padded positions contribute nothing; an input of length
-n ≤ seq_len uses the first n rows of E and F.
+By default E and F are shared across heads (the paper's "headwise sharing") and each layer has its
+own. Padded keys and values are zeroed before the projection, so padded positions contribute
+nothing; an input of length n ≤ seq_len uses the first n rows of E and F.
+
+Options that reproduce the authors' LRA code (``attention_linformer.py``: one matrix of shape
+(heads, proj_dim, seq_len) = this Eᵀ per head, used for keys and values, drawn from N(0, 0.02²)):
+
+- Skyformer: ``per_head=True, share_kv=True, init_std=0.02``, one matrix per layer;
+- Nyströmformer: the same with ``share_layers=True`` (its matrix is a class attribute, so one for
+  every layer of the model).
 """
 
 from __future__ import annotations
@@ -13,26 +20,53 @@ import torch
 from torch import nn
 
 from attention_zoo.masking import check_inputs, zero_padding
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
 
 @register_attention("linformer", approximates="standard", budget_option="proj_dim")
 class LinformerAttention(nn.Module):
     """Low-rank softmax attention. q, k, v: (B, H, N, D) with N ≤ seq_len -> (B, H, N, D).
 
-    Parameters ``key_proj`` (E) and ``value_proj`` (F): (seq_len, proj_dim), initialised from
-    N(0, 1/proj_dim) so a projected row has the scale of a sum of N/proj_dim inputs.
+    Parameters ``key_proj`` (E) and ``value_proj`` (F): (seq_len, proj_dim), or
+    (num_heads, seq_len, proj_dim) with ``per_head`` (head h projects with E[h], F[h]). With
+    ``share_kv`` there is only ``key_proj``, which projects both keys and values (``value_proj``
+    is None). ``init_std`` None draws them from N(0, 1/proj_dim), so a projected row has the scale
+    of a sum of N/proj_dim inputs; a number draws them from N(0, init_std²). With ``share_layers``
+    every layer of a model uses the first layer's matrices: the model calls ``tie_to(first)`` on
+    the cores of its later layers (see ``attention_zoo.tie_layers``).
+
+    No ``attention_dropout``: the authors' ``LinformerAttention`` (both codes) drops nothing of its
+    (N × proj_dim) attention matrix.
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int, proj_dim: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        head_dim: int,
+        num_heads: int,
+        seq_len: int,
+        proj_dim: PositiveInt = 256,
+        per_head: bool = False,
+        share_kv: bool = False,
+        share_layers: bool = False,
+        init_std: PositiveFloat | None = None,
+    ) -> None:
         super().__init__()
-        if not isinstance(proj_dim, int) or proj_dim < 1:
-            raise ValueError(f"linformer: proj_dim must be an integer >= 1, got {proj_dim!r}")
         self.seq_len = seq_len
         self.scale = head_dim**-0.5
-        std = proj_dim**-0.5
-        self.key_proj = nn.Parameter(torch.randn(seq_len, proj_dim) * std)
-        self.value_proj = nn.Parameter(torch.randn(seq_len, proj_dim) * std)
+        self.share_layers = share_layers
+        self.equation = "bhnd,hnk->bhkd" if per_head else "bhnd,nk->bhkd"
+        shape = (num_heads, seq_len, proj_dim) if per_head else (seq_len, proj_dim)
+        std = proj_dim**-0.5 if init_std is None else init_std
+        self.key_proj = nn.Parameter(torch.randn(shape) * std)
+        self.value_proj = None if share_kv else nn.Parameter(torch.randn(shape) * std)
+
+    def tie_to(self, first: LinformerAttention) -> None:
+        """With ``share_layers``, use the projection matrices of ``first`` (the first layer's core,
+        built with the same options) in place of this core's own: the same Parameters. Without it,
+        do nothing."""
+        if self.share_layers:
+            self.key_proj, self.value_proj = first.key_proj, first.value_proj
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -44,9 +78,9 @@ class LinformerAttention(nn.Module):
                 f"linformer was built for sequences of at most seq_len={self.seq_len}, got length {length}; "
                 f"build it with seq_len >= {length}"
             )
-        e = self.key_proj[:length].to(k.dtype)
-        f = self.value_proj[:length].to(v.dtype)
-        keys = torch.einsum("bhnd,nk->bhkd", zero_padding(k, mask), e)  # (B, H, proj_dim, D)
-        values = torch.einsum("bhnd,nk->bhkd", zero_padding(v, mask), f)
+        e = self.key_proj[..., :length, :].to(k.dtype)
+        f = e if self.value_proj is None else self.value_proj[..., :length, :].to(v.dtype)
+        keys = torch.einsum(self.equation, zero_padding(k, mask), e)  # (B, H, proj_dim, D)
+        values = torch.einsum(self.equation, zero_padding(v, mask), f)
         weights = torch.softmax(q @ keys.transpose(-1, -2) * self.scale, dim=-1)  # (B, H, N, proj_dim)
         return (weights @ values).to(q.dtype)

@@ -14,7 +14,7 @@ from torch import nn
 
 from attention_zoo.masking import check_inputs, key_padding_bias, zero_padding
 from attention_zoo.pinv import iterative_pinv
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
 
 
 def segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
@@ -22,12 +22,19 @@ def segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
 
     Position j belongs to segment ⌊j·count/n⌋, so segment i spans positions ⌈i·n/count⌉ to
     ⌈(i+1)·n/count⌉ − 1: sizes differ by at most one and none is empty when count <= n.
+    When count divides n this is a reshape and a mean; otherwise each segment is read as the
+    ⌈n/count⌉ slots from its start, a short segment's last slot pointing at an appended zero row,
+    and each slot sum is divided by its segment's true size (O(n·d), no (count × n) matrix).
     """
     n = x.shape[-2]
-    segment = torch.arange(n, device=x.device) * count // n  # (n,)
-    membership = F.one_hot(segment, count).to(x.dtype).T  # (count, n)
-    averaging = membership / membership.sum(dim=-1, keepdim=True)
-    return averaging @ x
+    if n % count == 0:
+        return x.unflatten(-2, (count, n // count)).mean(dim=-2)
+    bounds = (torch.arange(count + 1, device=x.device) * n + count - 1) // count  # ⌈i·n/count⌉
+    start, size = bounds[:-1], bounds.diff()
+    slots = start[:, None] + torch.arange(-(-n // count), device=x.device)  # (count, ⌈n/count⌉)
+    slots = torch.where(slots < bounds[1:, None], slots, n)  # n: the appended zero row
+    gathered = F.pad(x, (0, 0, 0, 1)).index_select(-2, slots.flatten())
+    return gathered.unflatten(-2, tuple(slots.shape)).sum(dim=-2) / size[:, None].to(x.dtype)
 
 
 @register_attention("nystrom", approximates="standard", budget_option="num_landmarks")
@@ -46,6 +53,9 @@ class NystromAttention(nn.Module):
     head, applied to V with padding zeroed, added to the output); None turns it off.
     Kernels, the inverse and the convolution run in float32 with autocast off; the output has the
     input dtype.
+
+    No ``attention_dropout``: Nyström never forms the (N × N) attention matrix that ``standard``
+    drops entries of, only its factors F̃, Ã⁺, B̃, and the authors' ``NystromAttention`` drops none.
     """
 
     def __init__(
@@ -54,24 +64,11 @@ class NystromAttention(nn.Module):
         head_dim: int,
         num_heads: int,
         seq_len: int,
-        num_landmarks: int = 64,
-        pinv_iterations: int = 6,
-        conv_kernel_size: int | None = 35,
+        num_landmarks: PositiveInt = 64,
+        pinv_iterations: PositiveInt = 6,
+        conv_kernel_size: OddPositiveInt | None = 35,
     ) -> None:
         super().__init__()
-        for option, value in (("num_landmarks", num_landmarks), ("pinv_iterations", pinv_iterations)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"nystrom: {option} must be an integer >= 1, got {value!r}")
-        if conv_kernel_size is not None and (
-            isinstance(conv_kernel_size, bool)
-            or not isinstance(conv_kernel_size, int)
-            or conv_kernel_size < 1
-            or conv_kernel_size % 2 == 0
-        ):
-            raise ValueError(
-                f"nystrom: conv_kernel_size must be an odd integer >= 1 or None (no conv skip), "
-                f"got {conv_kernel_size!r}"
-            )
         self.head_dim = head_dim
         self.num_landmarks = num_landmarks
         self.pinv_iterations = pinv_iterations
@@ -123,12 +120,14 @@ class NystromAttention(nn.Module):
     def _conv_skip(self, v: torch.Tensor) -> torch.Tensor:
         """Depthwise convolution of V along the sequence, one filter per head: (B, H, N, D) -> same.
 
-        Computed as a grouped ``conv1d`` over (B, H·D, N) with each head's filter repeated over its
-        D channels: the same function as the ``Conv2d`` (kernel (k, 1), groups=H) that holds the
-        weights, without the im2col buffer that ``conv2d`` needs on the CPU.
+        Computed as a channels-last ``conv2d`` over (B, H·D, N, 1) with each head's filter repeated
+        over its D channels: the same function as the ``Conv2d`` (kernel (k, 1), groups=H) that holds
+        the weights. The input is laid out as (B, N, H·D) in memory (channels-last; no copy when V
+        comes from the wrapper's fused projection), where the CPU's depthwise kernel is several
+        times faster than on (B, H·D, N).
         """
         batch, heads, length, dim = v.shape
-        weight = self.conv.weight.float()[..., 0].repeat_interleave(dim, dim=0)  # (H·D, 1, k)
-        channels = v.permute(0, 1, 3, 2).reshape(batch, heads * dim, length)
-        mixed = F.conv1d(channels, weight, padding=self.conv.padding[0], groups=heads * dim)
-        return mixed.view(batch, heads, dim, length).permute(0, 1, 3, 2)
+        weight = self.conv.weight.float().repeat_interleave(dim, dim=0)  # (H·D, 1, k, 1)
+        channels = v.transpose(1, 2).reshape(batch, length, 1, heads * dim).permute(0, 3, 1, 2)
+        mixed = F.conv2d(channels, weight, padding=(self.conv.padding[0], 0), groups=heads * dim)
+        return mixed.permute(0, 2, 3, 1).reshape(batch, length, heads, dim).transpose(1, 2)

@@ -12,16 +12,27 @@ by all heads and held in a buffer; ``redraw_features()`` draws new ones.
 
 Every exponent has a stabiliser subtracted before ``exp``: a per-row maximum for queries and,
 for keys, one maximum per (sequence, head) over that sequence's real keys only, so padding and
-the other sequences of the batch cannot change a sequence's result. Both cancel in the ratio.
+the other sequences of the batch cannot change a sequence's result. Both cancel in the ratio, and
+so does the 1/√m, which is therefore not applied.
+
+Options that reproduce the authors' code (``performer_pytorch.FastAttention`` behind the
+Nyströmformer and Skyformer LRA wrappers): ``temperature="d"`` — the wrappers divide q and k by
+d^¼ and the feature map divides them again by d^¼, so what they approximate is softmax(QKᵀ/d),
+not softmax(QKᵀ/√d) — and ``feature_epsilon=1e-4``, the constant they add to every feature after
+the stabilised exponential (φ = (exp(· − stabiliser) + ε)/√m; with ε > 0 the stabilisers no longer
+cancel exactly, as in their code). Their key stabiliser is one maximum over the whole batch and
+their padded keys keep φ = ε; here both stay per sequence and padded keys stay at φ = 0.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 from torch import nn
 
 from attention_zoo.masking import check_inputs
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import NonNegativeFloat, PositiveInt, register_attention
 
 
 def orthogonal_gaussian_features(
@@ -45,15 +56,29 @@ def orthogonal_gaussian_features(
 class PerformerAttention(nn.Module):
     """FAVOR+ softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
-    Buffer ``features``: (num_features, head_dim), shared across heads.
+    Buffer ``features``: (num_features, head_dim), shared across heads. ``temperature``: "sqrt_d"
+    approximates softmax(QKᵀ/√d) (x = q·d^(-1/4)), "d" approximates softmax(QKᵀ/d) (x = q·d^(-1/2));
+    ``feature_epsilon``: ε added to every feature of a real position (see the module docstring).
+
+    No ``attention_dropout``: FAVOR+ never forms an attention matrix, only the features φ(Q), φ(K)
+    (nor does the authors' ``FastAttention`` drop anything).
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int, num_features: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        head_dim: int,
+        num_heads: int,
+        seq_len: int,
+        num_features: PositiveInt = 256,
+        temperature: Literal["sqrt_d", "d"] = "sqrt_d",
+        feature_epsilon: NonNegativeFloat = 0.0,
+    ) -> None:
         super().__init__()
-        if not isinstance(num_features, int) or num_features < 1:
-            raise ValueError(f"performer: num_features must be an integer >= 1, got {num_features!r}")
         self.head_dim = head_dim
         self.num_features = num_features
+        self.input_scale = head_dim ** (-0.25 if temperature == "sqrt_d" else -0.5)
+        self.feature_epsilon = feature_epsilon
         self.register_buffer("features", orthogonal_gaussian_features(num_features, head_dim))
 
     @torch.no_grad()
@@ -63,8 +88,8 @@ class PerformerAttention(nn.Module):
         self.features.copy_(fresh)
 
     def _exponents(self, x: torch.Tensor) -> torch.Tensor:
-        """Wx − ‖x‖²/2 for x = input·d^(-1/4): (B, H, N, D) -> (B, H, N, m), float32."""
-        x = x.float() * self.head_dim**-0.25
+        """Wx − ‖x‖²/2 for x = input·``input_scale``: (B, H, N, D) -> (B, H, N, m), float32."""
+        x = x.float() * self.input_scale
         return x @ self.features.float().T - x.square().sum(-1, keepdim=True) / 2
 
     def forward(
@@ -72,16 +97,17 @@ class PerformerAttention(nn.Module):
     ) -> torch.Tensor:
         check_inputs(q, k, v, mask)
         with torch.autocast(device_type=q.device.type, enabled=False):
-            norm = self.num_features**-0.5
             q_exp = self._exponents(q)
-            phi_q = torch.exp(q_exp - q_exp.amax(-1, keepdim=True).detach()) * norm
+            phi_q = torch.exp(q_exp - q_exp.amax(-1, keepdim=True).detach()) + self.feature_epsilon
 
             k_exp = self._exponents(k)  # (B, H, N, m)
+            epsilon = self.feature_epsilon
             if mask is not None:
                 k_exp = k_exp.masked_fill(~mask[:, None, :, None], float("-inf"))
+                epsilon = self.feature_epsilon * mask[:, None, :, None].float()
             stabiliser = k_exp.amax(dim=(-2, -1), keepdim=True).detach()  # (B, H, 1, 1), real keys only
             stabiliser = stabiliser.nan_to_num(neginf=0.0)  # a fully padded sequence has no real key
-            phi_k = torch.exp(k_exp - stabiliser) * norm  # exactly 0 at padded keys
+            phi_k = torch.exp(k_exp - stabiliser) + epsilon  # exactly 0 at padded keys
 
             context = phi_k.transpose(-1, -2) @ v.float()  # (B, H, m, D)
             numerator = phi_q @ context  # (B, H, N, D)

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.masking import check_inputs
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import PositiveInt, register_attention
 
 SELF_SCORE = -1e5  # a token's score with itself: loses to any other real key, beats padding
 PAD_SCORE = torch.finfo(torch.float32).min  # padded keys (and the missing chunk before the first)
@@ -67,16 +67,23 @@ def with_previous_chunk(x: torch.Tensor) -> torch.Tensor:
 
 @register_attention("reformer", approximates="standard")
 class ReformerAttention(nn.Module):
-    """Shared-QK LSH attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside."""
+    """Shared-QK LSH attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
+
+    No ``attention_dropout``: the papers' code (HuggingFace ``LSHSelfAttention`` with a default
+    ``ReformerConfig``, whose ``lsh_attention_probs_dropout_prob`` is 0) drops nothing of the
+    chunk-local attention matrices.
+    """
 
     def __init__(
-        self, *, head_dim: int, num_heads: int, seq_len: int, n_hashes: int = 2, chunk_size: int = 64
+        self,
+        *,
+        head_dim: int,
+        num_heads: int,
+        seq_len: int,
+        n_hashes: PositiveInt = 2,
+        chunk_size: PositiveInt = 64,
     ) -> None:
         super().__init__()
-        if not isinstance(n_hashes, int) or n_hashes < 1:
-            raise ValueError(f"reformer: n_hashes must be an integer >= 1, got {n_hashes!r}")
-        if not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"reformer: chunk_size must be an integer >= 1, got {chunk_size!r}")
         self.head_dim = head_dim
         self.num_heads = num_heads
         self.n_hashes = n_hashes

@@ -1,20 +1,133 @@
 """The attention registry: a decorator that records each core with its options and capabilities.
 
 A core is an ``nn.Module`` whose constructor takes ``head_dim``, ``num_heads`` and ``seq_len``
-(keyword-only) plus its own options, each with its paper's default. The registry reads the
-options and defaults from the constructor's signature, so a core states them exactly once.
+(keyword-only, given by the model that holds it) plus its own options, each with its paper's
+default and a type annotation. The registry reads the options, defaults and annotations from the
+constructor's signature, so a core states each of them exactly once, and ``build_attention``
+validates every value against its annotation before the core is built:
+
+    num_landmarks: PositiveInt = 64             # an integer >= 1 (bool rejected)
+    conv_kernel_size: OddPositiveInt | None = 35
+    ridge: PositiveFloat = 0.1                  # a number > 0 (an int is accepted and made float)
+    attention_dropout: Probability = 0.0        # a number in [0, 1)
+    layout: Literal["a", "b"] = "a"             # one of the listed strings
+
+``Annotated[int, Bounds(...)]`` (and ``Odd()``) declares other ranges.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import math
+import types
+import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal, Union
 
 from torch import nn
 
 SHAPE_ARGUMENTS = ("head_dim", "num_heads", "seq_len")
+NOUNS = {int: "integer", float: "number", bool: "boolean (true or false)", str: "string"}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """``low <= value <= high`` (``<`` where the side is open); None leaves a side unbounded."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def admits(self, value: float) -> bool:
+        low_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        high_ok = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return low_ok and high_ok
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            opening, closing = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"in {opening}{self.low:g}, {self.high:g}{closing}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        return f"{'<' if self.high_open else '<='} {self.high:g}" if self.high is not None else ""
+
+
+@dataclass(frozen=True)
+class Odd:
+    """An odd integer."""
+
+
+PositiveInt = Annotated[int, Bounds(low=1)]
+OddPositiveInt = Annotated[int, Bounds(low=1), Odd()]
+PositiveFloat = Annotated[float, Bounds(low=0, low_open=True)]
+NonNegativeFloat = Annotated[float, Bounds(low=0)]
+Probability = Annotated[float, Bounds(low=0, high=1, high_open=True)]
+
+
+@dataclass(frozen=True)
+class OptionType:
+    """What one option accepts, read from its annotation; ``check`` returns the value to use."""
+
+    base: type | tuple[str, ...]  # int, float, bool, str, or the choices of a Literal
+    bounds: tuple[Bounds, ...] = ()
+    odd: bool = False
+    nullable: bool = False
+
+    @classmethod
+    def of(cls, annotation: Any) -> OptionType:
+        nullable = False
+        if typing.get_origin(annotation) in (Union, types.UnionType):
+            members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            if len(members) != 1:
+                raise TypeError(f"an option may be one type or that type | None, not {annotation}")
+            annotation, nullable = members[0], True
+        extras: tuple[Any, ...] = ()
+        if typing.get_origin(annotation) is Annotated:
+            annotation, *extras = typing.get_args(annotation)
+        if typing.get_origin(annotation) is Literal:
+            base: type | tuple[str, ...] = tuple(typing.get_args(annotation))
+        elif annotation in (int, float, bool, str):
+            base = annotation
+        else:
+            raise TypeError(f"unsupported option annotation {annotation!r} (int, float, bool, str, Literal)")
+        bounds = tuple(extra for extra in extras if isinstance(extra, Bounds))
+        odd = any(isinstance(extra, Odd) for extra in extras)
+        return cls(base, bounds, odd, nullable)
+
+    def describe(self) -> str:
+        """What is valid, in words: ``an odd integer >= 1 or null``."""
+        if isinstance(self.base, tuple):
+            text = "one of " + ", ".join(repr(choice) for choice in self.base)
+        else:
+            noun = NOUNS[self.base]
+            text = ("an odd " if self.odd else "an " if noun[0] in "aeiou" else "a ") + noun
+            text = " ".join([text, *(bound.describe() for bound in self.bounds)])
+        return text + (" or null" if self.nullable else "")
+
+    def check(self, value: Any) -> Any:
+        """``value`` as the option's type, or ``ValueError`` (the caller adds the names)."""
+        if value is None and self.nullable:
+            return None
+        if isinstance(self.base, tuple):
+            valid = value in self.base
+        elif self.base is bool:
+            valid = isinstance(value, bool)
+        elif self.base is int:
+            valid = isinstance(value, int) and not isinstance(value, bool)
+        elif self.base is float:
+            valid = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            value = float(value) if valid else value
+        else:
+            valid = isinstance(value, str)
+        valid = valid and all(bound.admits(value) for bound in self.bounds)
+        if not valid or (self.odd and value % 2 == 0):
+            raise ValueError(f"must be {self.describe()}")
+        return value
+
+
+SHAPE_TYPE = OptionType.of(PositiveInt)
 
 
 @dataclass(frozen=True)
@@ -25,6 +138,7 @@ class AttentionSpec:
         name: registry name (``standard``, ``nystrom``, ...).
         cls: the core's class.
         options: option name -> paper default (shape arguments excluded).
+        option_types: option name -> what it accepts (from the constructor's annotations).
         approximates: name of the exact attention this core approximates, or None if it is exact.
         budget_option: the option that a shared ``features`` budget sets (landmarks, projection
             dimension, random features), or None when the core has no such size.
@@ -33,8 +147,25 @@ class AttentionSpec:
     name: str
     cls: type[nn.Module]
     options: dict[str, Any]
+    option_types: dict[str, OptionType]
     approximates: str | None
     budget_option: str | None
+
+    def checked(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` validated against their types: a ``ValueError`` naming the core, the option,
+        the value and what is valid for the first one that is wrong, or for an unknown option."""
+        unknown = sorted(set(options) - set(self.options) - set(SHAPE_ARGUMENTS))
+        if unknown:
+            valid = ", ".join(f"{k}={v!r}" for k, v in self.options.items()) or "none"
+            raise ValueError(f"attention {self.name!r} has no option(s) {unknown}; valid options: {valid}")
+        checked = {}
+        for option, value in options.items():
+            kind = SHAPE_TYPE if option in SHAPE_ARGUMENTS else self.option_types[option]
+            try:
+                checked[option] = kind.check(value)
+            except ValueError as error:
+                raise ValueError(f"attention {self.name!r}: {option} {error}, got {value!r}") from None
+        return checked
 
 
 _REGISTRY: dict[str, AttentionSpec] = {}
@@ -52,14 +183,19 @@ def register_attention(
         missing = [arg for arg in SHAPE_ARGUMENTS if arg not in params]
         if missing:
             raise TypeError(f"{cls.__name__}.__init__ must accept {missing}")
+        hints = typing.get_type_hints(cls.__init__, include_extras=True)
         options = {
             p.name: p.default
             for p in params.values()
             if p.name != "self" and p.name not in SHAPE_ARGUMENTS and p.kind is p.KEYWORD_ONLY
         }
+        unannotated = [option for option in options if option not in hints]
+        if unannotated:
+            raise TypeError(f"{cls.__name__}: options {unannotated} need a type annotation")
+        types_ = {option: OptionType.of(hints[option]) for option in options}
         if budget_option is not None and budget_option not in options:
             raise TypeError(f"{cls.__name__}: budget option {budget_option!r} is not one of its options")
-        _REGISTRY[name] = AttentionSpec(name, cls, options, approximates, budget_option)
+        _REGISTRY[name] = AttentionSpec(name, cls, options, types_, approximates, budget_option)
         return cls
 
     return decorate
@@ -84,14 +220,21 @@ def build_attention(
     """Build the core ``name``: ``core(q, k, v, mask) -> out``.
 
     q, k, v: (batch, heads, seq, head_dim) float; mask: (batch, seq) bool, True = real token,
-    or None; out: (batch, heads, seq, head_dim). Unknown names or options raise ``ValueError``.
+    or None; out: (batch, heads, seq, head_dim). Unknown names or options, and values their
+    annotation rejects, raise ``ValueError``.
     """
     entry = spec(name)
-    unknown = sorted(set(options) - set(entry.options))
-    if unknown:
-        valid = ", ".join(f"{k}={v!r}" for k, v in entry.options.items()) or "none"
-        raise ValueError(f"attention {name!r} has no option(s) {unknown}; valid options: {valid}")
-    for arg, value in (("head_dim", head_dim), ("num_heads", num_heads), ("seq_len", seq_len)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"attention {name!r}: {arg} must be a positive integer, got {value!r}")
-    return entry.cls(head_dim=head_dim, num_heads=num_heads, seq_len=seq_len, **options)
+    arguments = entry.checked({"head_dim": head_dim, "num_heads": num_heads, "seq_len": seq_len, **options})
+    return entry.cls(**arguments)
+
+
+def tie_layers(cores: Sequence[nn.Module]) -> None:
+    """Let the cores of a model's layers (in layer order, built with the same options) share what
+    their options say is shared across layers: each later core that defines ``tie_to(first)``
+    (``linformer`` with ``share_layers``) is handed the first layer's core. Other cores are left as
+    they are, so a model calls this once, whatever its attention.
+    """
+    for core in cores[1:]:
+        tie_to = getattr(core, "tie_to", None)
+        if tie_to is not None:
+            tie_to(cores[0])

@@ -19,7 +19,7 @@ from torch import nn
 from attention_zoo.kernelized import gaussian_kernel
 from attention_zoo.masking import check_inputs, zero_padding
 from attention_zoo.pinv import iterative_pinv
-from attention_zoo.registry import register_attention
+from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
 
 def sample_landmark_rows(mask: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,6 +47,9 @@ class SkyformerAttention(nn.Module):
     gives zeros. Padded keys get kernel weight zero. ``ridge`` is γ, the value (0.1) of the
     authors' released code. Kernels and the inverse run in float32 with autocast off; the output
     has the input dtype.
+
+    No ``attention_dropout``: the kernel matrix that ``kernelized`` drops entries of exists here
+    only as its Nyström factors (N × m, m × m, m × N), and the authors' ``Skyformer`` drops none.
     """
 
     def __init__(
@@ -55,20 +58,15 @@ class SkyformerAttention(nn.Module):
         head_dim: int,
         num_heads: int,
         seq_len: int,
-        num_landmarks: int = 128,
-        pinv_iterations: int = 6,
-        ridge: float = 0.1,
+        num_landmarks: PositiveInt = 128,
+        pinv_iterations: PositiveInt = 6,
+        ridge: PositiveFloat = 0.1,
     ) -> None:
         super().__init__()
-        for option, value in (("num_landmarks", num_landmarks), ("pinv_iterations", pinv_iterations)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"skyformer: {option} must be an integer >= 1, got {value!r}")
-        if isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not ridge > 0:
-            raise ValueError(f"skyformer: ridge must be a number > 0, got {ridge!r}")
         self.head_dim = head_dim
         self.num_landmarks = num_landmarks
         self.pinv_iterations = pinv_iterations
-        self.ridge = float(ridge)
+        self.ridge = ridge
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None

@@ -1,27 +1,26 @@
 """Turn each LRA task's real source (or a built-in generator) into the prepared format.
 
-python -m data_prep TASK ...          # see `python -m data_prep --help`
-ds = data_prep.load("listops", "train")
-tokens, label = ds[0]
+    python -m data_prep TASK ...                    # see `python -m data_prep --help`
+    prepared = data_prep.PreparedSet("listops-generated")
+    tokens, length, label = prepared.split("train")[0]
+
+``recipes`` says how each task's set is built (and what the harness builds by itself),
+``storage`` writes the prepared format, ``prepared`` reads and verifies it.
 """
 
-from data_prep.dataset import PreparedSplit, load
-from data_prep.storage import (
-    CorruptDataError,
-    DataNotPreparedError,
-    PreparedWriter,
-    default_root,
-    read_meta,
-    verify_set,
-)
+from data_prep.prepared import PreparedSet, PreparedSplit, load
+from data_prep.recipes import ensure_prepared, how_to_prepare, resolve
+from data_prep.storage import CorruptDataError, DataNotPreparedError, PreparedWriter, default_root
 
 __all__ = [
     "CorruptDataError",
     "DataNotPreparedError",
+    "PreparedSet",
     "PreparedSplit",
     "PreparedWriter",
     "default_root",
+    "ensure_prepared",
+    "how_to_prepare",
     "load",
-    "read_meta",
-    "verify_set",
+    "resolve",
 ]

@@ -1,5 +1,5 @@
 import sys
 
-from data_prep.cli import main
+from data_prep.commands import main
 
 sys.exit(main())

@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.download import download
 from data_prep.sources import locate_folder, source_folder
 from data_prep.storage import PreparedWriter
@@ -53,10 +52,21 @@ def to_grayscale(rgb: np.ndarray) -> np.ndarray:
     return np.clip(gray * np.float32(255.5), 0, 255).astype(np.uint8)
 
 
+def read_pickle(path: Path) -> dict:
+    """The dict pickled in a CIFAR-10 python file; ``ValueError`` naming the file when it is damaged."""
+    try:
+        with open(path, "rb") as handle:
+            content = pickle.load(handle, encoding="bytes")
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as error:
+        raise ValueError(f"{path} is not a readable pickle (truncated or damaged: {error})") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{path} holds a {type(content).__name__}, not the dict of a CIFAR-10 python file")
+    return content
+
+
 def load_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Images (N, 3072) uint8 and labels (N,) of one CIFAR-10 python batch."""
-    with open(path, "rb") as handle:
-        batch = pickle.load(handle, encoding="bytes")
+    batch = read_pickle(path)
     try:
         data = np.asarray(batch[b"data"], dtype=np.uint8)
         labels = np.asarray(batch[b"labels"], dtype=np.int64)
@@ -76,8 +86,10 @@ def class_names(folder: Path) -> list[str] | None:
     meta_file = folder / "batches.meta"
     if not meta_file.is_file():
         return None
-    with open(meta_file, "rb") as handle:
-        return [name.decode() for name in pickle.load(handle, encoding="bytes")[b"label_names"]]
+    try:
+        return [name.decode() for name in read_pickle(meta_file)[b"label_names"]]
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{meta_file} has no list of label names ({error!r})") from None
 
 
 def run_image(args: argparse.Namespace) -> None:
@@ -89,9 +101,8 @@ def run_image(args: argparse.Namespace) -> None:
     hint = "Give cifar-10-python.tar.gz or the cifar-10-batches-py folder (or its parent), or use --download."
     with source_folder(source, args.root, "image", lambda name: f"{FOLDER}/" in name) as unpacked:
         folder = locate_folder(unpacked, FOLDER, [*TRAIN_BATCHES, TEST_BATCH], hint)
-        batches = [
-            load_batch(folder / name) for name in tqdm([*TRAIN_BATCHES, TEST_BATCH], desc="image read")
-        ]
+        with tqdm([*TRAIN_BATCHES, TEST_BATCH], desc="image read") as batch_names:  # closed on an error too
+            batches = [load_batch(folder / name) for name in batch_names]
         names = class_names(folder)
     train_gray = np.concatenate([to_grayscale(data) for data, _ in batches[:-1]])
     train_labels = np.concatenate([labels for _, labels in batches[:-1]])

@@ -1,9 +1,9 @@
 """ListOps: the built-in generator, or the LRA / 2018 TSV files, into the prepared format.
 
-    python -m data_prep listops                                   # generate 96k/2k/2k (LRA's setting)
+    python -m data_prep listops                                   # generate 96k/2k/2k: set listops-generated
     python -m data_prep listops --name listops-demo --num-train 2000 --num-val 200 --num-test 200 \\
         --min-length 20 --max-length 200 --max-depth 4             # short trees for quick experiments
-    python -m data_prep listops --source PATH/TO/lra_release       # LRA's basic_{train,val,test}.tsv
+    python -m data_prep listops --source PATH/TO/lra_release       # LRA's basic_*.tsv: set listops
     python -m data_prep listops --name listops-2018 --source train_d20s.tsv --split train \\
         --source test_d20s.tsv --split test                        # 2018 files: one split per file
 
@@ -28,8 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.listops_generator import VOCAB, TreeShape, generate_chunk
 from data_prep.sources import locate_folder
 from data_prep.storage import SPLITS, PreparedWriter, SplitArrays
@@ -104,11 +103,14 @@ def write_from_files(writer: PreparedWriter, files: dict[str, Path], seq_len: in
     """Fill one split per TSV file; returns the number of truncated rows per split."""
     truncated = {}
     for split, path in files.items():
-        arrays = writer.create_split(split, count_rows(path), (seq_len,), VOCAB_SIZE)
+        rows = count_rows(path)
+        if rows == 0:
+            raise ValueError(f"{path} holds no examples after its header")
+        arrays = writer.create_split(split, rows, (seq_len,), VOCAB_SIZE)
         truncated[split] = 0
-        rows = tqdm(read_tsv(path), total=len(arrays.labels), desc=f"listops {split}", unit="row")
-        for index, (ids, label) in enumerate(rows):
-            truncated[split] += put_row(arrays, index, ids, label)
+        with tqdm(read_tsv(path), total=len(arrays.labels), desc=f"listops {split}", unit="row") as examples:
+            for index, (ids, label) in enumerate(examples):
+                truncated[split] += put_row(arrays, index, ids, label)
     return truncated
 
 
@@ -175,6 +177,7 @@ def source_files(sources: list[Path], splits: list[str] | None) -> dict[str, Pat
 def run_listops(args: argparse.Namespace) -> None:
     started = time.time()
     meta = {"task": "listops", "vocab_size": VOCAB_SIZE, "num_classes": NUM_CLASSES, "vocab": list(VOCAB)}
+    args.name = args.name or ("listops" if args.source else "listops-generated")
     if args.source:
         args.source = [path.resolve() for path in args.source]
         files = source_files(args.source, args.split)
@@ -214,7 +217,11 @@ def run_listops(args: argparse.Namespace) -> None:
 
 @command("listops", help="ListOps: the built-in generator (default) or the LRA / 2018 TSV files (--source)")
 def configure(parser: argparse.ArgumentParser):
-    parser.add_argument("--name", default="listops", help="folder name of the set (default: listops)")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="folder name of the set (default: listops from LRA files, listops-generated from the generator)",
+    )
     parser.add_argument("--num-train", type=int, default=96_000)
     parser.add_argument("--num-val", type=int, default=2_000)
     parser.add_argument("--num-test", type=int, default=2_000)

@@ -28,8 +28,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.pathfinder_generator import CONTOUR_LENGTHS, check_options, generate_chunks
 from data_prep.sources import locate_folder
 from data_prep.storage import SPLITS, PreparedWriter, SplitArrays

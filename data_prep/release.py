@@ -16,7 +16,7 @@ import argparse
 import time
 from pathlib import Path
 
-from data_prep.cli import command
+from data_prep.commands import command
 from data_prep.download import download, extract_archive, sidecar
 from data_prep.storage import file_digest
 

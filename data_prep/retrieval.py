@@ -20,8 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from data_prep.bytes_tokens import BYTE_VOCAB_SIZE, byte_tokens
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.sources import locate_folder, source_folder
 from data_prep.storage import PreparedWriter
 
@@ -89,13 +88,14 @@ def run_retrieval(args: argparse.Namespace) -> None:
                 arrays = writer.create_split(split, counts[split], (2, args.seq_len), BYTE_VOCAB_SIZE)
                 truncated[split] = 0
                 pairs = tqdm(read_pairs(path), total=counts[split], desc=f"retrieval {split}", unit="pair")
-                for index, (first, second, label) in enumerate(pairs):
-                    for side, text in enumerate((first, second)):
-                        tokens = byte_tokens(text, args.seq_len)
-                        arrays.tokens[index, side, : len(tokens)] = tokens
-                        arrays.lengths[index, side] = len(tokens)
-                        truncated[split] += len(text) > args.seq_len
-                    arrays.labels[index] = label
+                with pairs:  # the bar is closed before an error is reported
+                    for index, (first, second, label) in enumerate(pairs):
+                        for side, text in enumerate((first, second)):
+                            tokens = byte_tokens(text, args.seq_len)
+                            arrays.tokens[index, side, : len(tokens)] = tokens
+                            arrays.lengths[index, side] = len(tokens)
+                            truncated[split] += len(text) > args.seq_len
+                        arrays.labels[index] = label
             writer.meta["truncated_documents"] = truncated
     summary = ", ".join(f"{split} {count}" for split, count in counts.items())
     print(

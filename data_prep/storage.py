@@ -1,4 +1,4 @@
-"""The prepared format: one folder per data set, memory-mapped arrays, checksums, atomic writes.
+"""The prepared format and its writer: one folder per data set, arrays, checksums, atomic writes.
 
 Layout of ``ROOT/NAME/`` (NAME is the task, or ``task-variant`` such as ``listops-demo``)::
 
@@ -9,7 +9,8 @@ Layout of ``ROOT/NAME/`` (NAME is the task, or ``task-variant`` such as ``listop
 
 A set is written into a hidden temporary folder that is renamed into place only once every
 array and ``meta.json`` are complete, so an interrupted preparation never leaves a set that
-loads. Loading memory-maps the arrays and checks each one's size and SHA-256 against meta.json.
+loads. Reading (``data_prep.prepared``) memory-maps the arrays and checks each one's size and
+SHA-256 against meta.json.
 """
 
 from __future__ import annotations
@@ -29,18 +30,7 @@ import numpy as np
 FORMAT_VERSION = 1
 SPLITS = ("train", "val", "test")
 ARRAY_KINDS = ("tokens", "lengths", "labels")
-
-# The command that prepares each task's default set; shown whenever a set is missing or corrupt.
-PREPARE_COMMANDS = {
-    "listops": "python -m data_prep listops",
-    "text": "python -m data_prep text --source PATH/TO/aclImdb  (or --download)",
-    "retrieval": (
-        "python -m data_prep retrieval --source PATH/TO/lra_release  "
-        "(see python -m data_prep lra-release --help)"
-    ),
-    "image": "python -m data_prep image --source PATH/TO/cifar-10-python.tar.gz  (or --download)",
-    "pathfinder": "python -m data_prep pathfinder --generate  (or --source PATH/TO/lra_release)",
-}
+META_FILE = "meta.json"
 
 
 class DataNotPreparedError(FileNotFoundError):
@@ -54,20 +44,6 @@ class CorruptDataError(ValueError):
 def default_root() -> Path:
     """The data root: ``$LRA_DATA`` if set, else ``./data``."""
     return Path(os.environ.get("LRA_DATA", "data"))
-
-
-def prepare_command(name: str, root: Path | str | None = None) -> str:
-    """The command that (re)builds the set ``name``, as recorded in its meta.json or the task default."""
-    meta_file = Path(root or default_root()) / name / "meta.json"
-    try:
-        recorded = json.loads(meta_file.read_text())["command"]
-        if recorded:
-            return recorded
-    except (OSError, ValueError, KeyError):
-        pass
-    task = name.split("-", 1)[0]
-    command = PREPARE_COMMANDS.get(task, f"python -m data_prep {task}")
-    return f"{command} --root {root}" if root is not None else command
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
@@ -165,6 +141,12 @@ class PreparedWriter:
 
     def _finish(self) -> None:
         assert self.tmp_dir is not None
+        empty = [split for split, arrays in self.arrays.items() if split != "val" and len(arrays.labels) == 0]
+        if empty:
+            raise ValueError(
+                f"prepared set {self.name!r} would have no {' and no '.join(empty)} examples: "
+                "its source holds none"
+            )
         files: dict[str, dict[str, Any]] = {}
         counts: dict[str, int] = {}
         for split, arrays in self.arrays.items():
@@ -190,7 +172,7 @@ class PreparedWriter:
             "files": files,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        (self.tmp_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        (self.tmp_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
         old = None
         if self.final_dir.exists():
             old = self.root / f".{self.name}.old-{os.getpid()}"
@@ -199,39 +181,3 @@ class PreparedWriter:
         os.replace(self.tmp_dir, self.final_dir)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-
-
-def read_meta(name: str, root: Path | str | None = None) -> dict[str, Any]:
-    """The meta.json of set ``name``; ``DataNotPreparedError`` naming the prepare command if absent."""
-    root = Path(root) if root is not None else default_root()
-    meta_file = root / name / "meta.json"
-    if not meta_file.is_file():
-        raise DataNotPreparedError(
-            f"no prepared data set {name!r} under {root.resolve()} (looked for {meta_file}). "
-            f"Prepare it with: {prepare_command(name, root)}"
-        )
-    try:
-        return json.loads(meta_file.read_text())
-    except ValueError as error:
-        raise CorruptDataError(
-            f"{meta_file} is not valid JSON ({error}). Rebuild with: {prepare_command(name, root)}"
-        ) from None
-
-
-def verify_set(name: str, root: Path | str | None = None, splits: tuple[str, ...] | None = None) -> None:
-    """Check size and SHA-256 of every array of ``splits`` (default: all) against meta.json."""
-    root = Path(root) if root is not None else default_root()
-    meta = read_meta(name, root)
-    for file_name, expected in meta["files"].items():
-        if splits is not None and file_name.split(".", 1)[0] not in splits:
-            continue
-        path = root / name / file_name
-        problem = None
-        if not path.is_file():
-            problem = "is missing"
-        elif path.stat().st_size != expected["bytes"]:
-            problem = f"has {path.stat().st_size} bytes, expected {expected['bytes']} (truncated?)"
-        elif file_digest(path) != expected["sha256"]:
-            problem = "does not match its recorded SHA-256 (corrupted or modified)"
-        if problem:
-            raise CorruptDataError(f"{path} {problem}. Rebuild with: {prepare_command(name, root)}")

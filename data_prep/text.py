@@ -18,8 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from data_prep.bytes_tokens import BYTE_VOCAB_SIZE, byte_tokens
-from data_prep.cli import command
-from data_prep.command_line import rebuild_command
+from data_prep.commands import command, rebuild_command
 from data_prep.download import download
 from data_prep.sources import locate_folder, source_folder
 from data_prep.storage import PreparedWriter
@@ -94,13 +93,14 @@ def run_text(args: argparse.Namespace) -> None:
             for split, files in splits.items():
                 arrays = writer.create_split(split, len(files), (args.seq_len,), BYTE_VOCAB_SIZE)
                 truncated[split] = 0
-                for index, (path, label) in enumerate(tqdm(files, desc=f"text {split}", unit="review")):
-                    data = path.read_bytes()
-                    tokens = byte_tokens(data, args.seq_len)
-                    arrays.tokens[index, : len(tokens)] = tokens
-                    arrays.lengths[index] = len(tokens)
-                    arrays.labels[index] = label
-                    truncated[split] += len(data) > args.seq_len
+                with tqdm(files, desc=f"text {split}", unit="review") as reviews:  # closed on an error too
+                    for index, (path, label) in enumerate(reviews):
+                        data = path.read_bytes()
+                        tokens = byte_tokens(data, args.seq_len)
+                        arrays.tokens[index, : len(tokens)] = tokens
+                        arrays.lengths[index] = len(tokens)
+                        arrays.labels[index] = label
+                        truncated[split] += len(data) > args.seq_len
             writer.meta["truncated"] = truncated
     counts = ", ".join(f"{split} {len(files)}" for split, files in splits.items())
     print(

@@ -1,10 +1,16 @@
 """The LRA harness: ``python -m lra task=T attention=A [overrides]`` (Hydra × Lightning).
 
-Modules: ``model`` (the shared encoder), ``data`` (datamodule), ``module`` (LightningModule),
-``callbacks`` (efficiency metrics), ``loggers``, ``checks`` and ``errors`` (config validation),
-``resolvers`` (the ``lra.*`` interpolations of conf/), ``summary`` (summary.json and the final
-table), ``resume`` (where a run trains and what it continues), ``memory`` (process RSS, no torch),
-``train`` (one job, start to end), ``__main__`` (the Hydra entry).
+Modules:
+
+- ``__main__`` (the Hydra entry), ``train`` (one job, start to end), ``checks`` and ``errors``
+  (config validation), ``resolvers`` (the ``lra.*`` interpolations of conf/);
+- ``model`` (the shared encoder), ``module`` (the LightningModule), ``data`` (the datamodule),
+  ``callbacks`` (perf metrics), ``loggers``, ``resume`` (where a run trains and what it continues),
+  ``memory`` (process RSS, no torch), ``summary`` (summary.json and the final table);
+- ``runs`` (finished runs as the report reads them), ``report`` (the LRA table of finished runs),
+  ``published`` (the papers' numbers), ``provenance`` (machine, rerun command and tables of a
+  result), ``bench`` (efficiency and fidelity benchmarks).
+
 Importing ``lra`` registers the ``lra.*`` OmegaConf resolvers that ``conf/`` uses.
 """
 

@@ -1,4 +1,5 @@
-"""Callbacks of every run: the efficiency metrics of DESIGN.md § Metrics, and validation at the last step."""
+"""Callbacks of every run: the perf/* metrics (docs/design.md § Training), the best checkpoint within
+the selection window, and validation at the last step."""
 
 from __future__ import annotations
 
@@ -8,16 +9,53 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
 from lra.memory import peak_rss_mb, reset_peak_rss
+
+
+class StepTimer:
+    """Wall time of each training step without waiting on the device.
+
+    On a GPU each step is bracketed by two CUDA events recorded in the stream; their times are read
+    (``elapsed_time``) only when asked, once the events have completed, so timing never stalls the
+    queue. On the CPU, where work is synchronous, it is ``time.perf_counter``.
+    """
+
+    def __init__(self, on_cuda: bool) -> None:
+        self.on_cuda = on_cuda
+        self.pending: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self.seconds: list[float] = []
+        self.started = 0.0
+
+    def start(self) -> None:
+        if self.on_cuda:
+            begin = torch.cuda.Event(enable_timing=True)
+            begin.record()
+            self.pending.append((begin, torch.cuda.Event(enable_timing=True)))
+        else:
+            self.started = time.perf_counter()
+
+    def stop(self) -> None:
+        if self.on_cuda:
+            self.pending[-1][1].record()
+        else:
+            self.seconds.append(time.perf_counter() - self.started)
+
+    def all_seconds(self) -> list[float]:
+        """Every step's seconds so far (on a GPU this waits for the last recorded step to finish)."""
+        if self.pending:
+            self.pending[-1][1].synchronize()
+            self.seconds += [begin.elapsed_time(end) / 1000 for begin, end in self.pending]
+            self.pending.clear()
+        return self.seconds
 
 
 class EfficiencyMonitor(Callback):
     """Logs ``perf/*`` and ``model/params`` at the end of training; ``metrics`` keeps them for summary.json.
 
-    - ``perf/step_ms``: median wall time of a training step (forward, backward, optimizer), with
-      the GPU synchronised before and after;
+    - ``perf/step_ms``: median time of a training step (forward, backward, optimizer); on a GPU
+      measured with CUDA events, so no step waits for the device (``StepTimer``);
     - ``perf/samples_per_s``: examples per second at that median step (all processes together);
     - ``perf/train_time_s``: wall time from the start to the end of training, validations included,
       summed over the segments of a resumed run (the time so far travels in the checkpoint);
@@ -27,20 +65,16 @@ class EfficiencyMonitor(Callback):
     """
 
     def __init__(self) -> None:
-        self.step_seconds: list[float] = []
+        self.timer = StepTimer(on_cuda=False)
         self.samples_per_step = 0
         self.metrics: dict[str, float] = {}
         self.on_cuda = False
         self.train_start = 0.0
-        self.step_start = 0.0
         self.earlier_train_time = 0.0  # seconds trained before the checkpoint this run resumed from
-
-    def synchronize(self) -> None:
-        if self.on_cuda:
-            torch.cuda.synchronize()
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.on_cuda = pl_module.device.type == "cuda"
+        self.timer = StepTimer(self.on_cuda)
         if self.on_cuda:
             torch.cuda.reset_peak_memory_stats(pl_module.device)
         else:
@@ -51,21 +85,19 @@ class EfficiencyMonitor(Callback):
     def on_train_batch_start(
         self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int
     ) -> None:
-        self.synchronize()
-        self.step_start = time.perf_counter()
+        self.timer.start()
 
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int
     ) -> None:
-        self.synchronize()
-        self.step_seconds.append(time.perf_counter() - self.step_start)
+        self.timer.stop()
         self.samples_per_step = len(batch[-1])
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.synchronize()
+        step_seconds = self.timer.all_seconds()
         self.metrics["perf/train_time_s"] = self.train_time_s()
-        if self.step_seconds:
-            step = statistics.median(self.step_seconds)
+        if step_seconds:
+            step = statistics.median(step_seconds)
             self.metrics["perf/step_ms"] = 1000 * step
             self.metrics["perf/samples_per_s"] = self.samples_per_step * trainer.world_size / step
         if self.on_cuda:
@@ -76,6 +108,8 @@ class EfficiencyMonitor(Callback):
             logger.log_metrics(self.metrics, step=trainer.global_step)
 
     def train_time_s(self) -> float:
+        if self.on_cuda:
+            torch.cuda.synchronize()
         return self.earlier_train_time + time.perf_counter() - self.train_start
 
     def state_dict(self) -> dict[str, Any]:
@@ -83,6 +117,20 @@ class EfficiencyMonitor(Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.earlier_train_time = state_dict["train_time_s"]
+
+
+class BestCheckpointInWindow(ModelCheckpoint):
+    """A ``ModelCheckpoint`` of the best monitored value that only counts evaluations after step
+    ``selectable_after`` (the Skyformer authors keep the best dev checkpoint only after 20% of the
+    steps); before that, evaluations save nothing. The module's ``val/acc_best`` follows the same rule."""
+
+    def __init__(self, *, selectable_after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.selectable_after = selectable_after
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.global_step > self.selectable_after:
+            super().on_validation_end(trainer, pl_module)
 
 
 class ValidateAtLastStep(Callback):

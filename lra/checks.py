@@ -1,8 +1,10 @@
 """Configuration checks that run before anything is built: each problem is one clear line.
 
-``check_config(cfg)`` raises ``ConfigError`` naming the key, its value and what is valid. Checks
-that need the prepared data (sequence length, vocabulary, a batch larger than the training split)
-run in ``LRADataModule.setup``, still before the first training step.
+``check_config(cfg)`` raises ``ConfigError`` naming the key, its value and what is valid; the
+attention's options are checked by the registry's validator (``attention_zoo.registry``). What only
+building can tell (the model's own arguments) fails in ``lra.train.build_model``, and checks that
+need the prepared data (sequence length, vocabulary, a batch larger than the training split) run in
+``LRADataModule.setup``: all before the first training step.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 import attention_zoo
 from lra.errors import ConfigError
 from lra.loggers import check_loggers
+from lra.schedules import SCHEDULES
+
+CLIPPING = ("norm", "value", None)  # protocol.clip: Lightning's gradient_clip_algorithm, or no clipping
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,14 @@ RULES = (
     Rule(("task.warmup_steps",), lambda v: is_int(v) and v >= 0, "an integer >= 0"),
     Rule(("task.lr",), lambda v: is_number(v) and v > 0, "a number > 0"),
     Rule(("task.weight_decay",), lambda v: is_number(v) and v >= 0, "a number >= 0"),
-    Rule(("model.dropout",), lambda v: is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    Rule(
+        ("model.dropout", "protocol.select_after", "protocol.attention_dropout"),
+        lambda v: is_number(v) and 0 <= v < 1,
+        "a number in [0, 1)",
+    ),
+    Rule(("protocol.schedule",), lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
+    Rule(("protocol.clip",), lambda v: v in CLIPPING, "one of norm, value, null (no clipping)"),
+    Rule(("protocol.clip_value",), lambda v: is_number(v) and v > 0, "a number > 0"),
     Rule(("seed",), lambda v: is_int(v) and 0 <= v < 2**32, "an integer in [0, 2**32)"),
     Rule(("num_workers",), lambda v: is_int(v) and v >= 0, "an integer >= 0"),
     Rule(
@@ -93,31 +104,23 @@ def check_values(cfg: DictConfig) -> None:
                 raise ConfigError(f"{key}={value!r} is invalid: it must be {rule.requirement}")
 
 
+def attention_options(attention: DictConfig) -> dict[str, Any]:
+    """The core's own options in an attention config node (its ``_target_``, ``_partial_`` and name aside)."""
+    return {key: value for key, value in attention.items() if key not in ("_target_", "_partial_", "name")}
+
+
 def check_attention(cfg: DictConfig) -> None:
-    """The attention is registered, agrees with the model's shape, has valid options and builds."""
+    """The attention is registered, its options are valid and within the bounds the task sets."""
     attention = cfg.attention
     names = attention_zoo.available()
     if attention.name not in names:
         raise ConfigError(
             f"attention.name={attention.name!r} is not registered; valid names: {', '.join(names)}"
         )
-    shape = {
-        "attention.seq_len": (attention.seq_len, cfg.task.seq_len, "task.seq_len"),
-        "attention.num_heads": (attention.num_heads, cfg.model.num_heads, "model.num_heads"),
-        "attention.head_dim": (
-            attention.head_dim,
-            cfg.model.dim // cfg.model.num_heads,
-            "model.dim / model.num_heads",
-        ),
-    }
-    for key, (value, expected, source) in shape.items():
-        if value != expected:
-            raise ConfigError(f"{key}={value} disagrees with {source}={expected}")
-    budget = attention_zoo.spec(attention.name).budget_option
-    if budget is not None and not (is_int(attention[budget]) and attention[budget] >= 1):
-        raise ConfigError(
-            f"attention.{budget}={attention[budget]!r} is invalid: it must be a positive integer"
-        )
+    try:
+        attention_zoo.spec(attention.name).checked(attention_options(attention))
+    except ValueError as error:
+        raise ConfigError(str(error).splitlines()[0]) from None
     for option, (bound_key, compare, reason) in OPTION_BOUNDS.items():
         if option in attention:
             bound = OmegaConf.select(cfg, bound_key)
@@ -125,15 +128,21 @@ def check_attention(cfg: DictConfig) -> None:
                 raise ConfigError(
                     f"attention.{option}={attention[option]} exceeds {bound_key}={bound} ({reason})"
                 )
-    try:
-        instantiate(attention)()
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"attention {attention.name!r}: {error}".splitlines()[0]) from None
+
+
+def check_schedule(cfg: DictConfig) -> None:
+    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the run."""
+    if cfg.protocol.schedule == "one_cycle" and cfg.task.warmup_steps > cfg.trainer.max_steps:
+        raise ConfigError(
+            f"task.warmup_steps={cfg.task.warmup_steps} exceeds trainer.max_steps={cfg.trainer.max_steps}: "
+            "the one_cycle schedule needs its peak within the run"
+        )
 
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
     cfg = resolved(cfg)
     check_values(cfg)
+    check_schedule(cfg)
     check_attention(cfg)
     check_loggers(cfg.logger)

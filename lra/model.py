@@ -1,19 +1,26 @@
-"""The shared LRA encoder (DESIGN.md § The encoder): the same small Transformer for every task × attention.
+"""The shared LRA encoder (docs/design.md § The encoder): one small Transformer for every task × attention.
 
-Token embedding + learned absolute position embedding; ``depth`` pre-LayerNorm blocks (multi-head
+Token embedding + learned absolute position embedding, both drawn from N(0, 0.02²) as in both
+papers' code; ``depth`` pre-LayerNorm blocks (multi-head
 self-attention around a zoo core, then a GELU feed-forward); a final LayerNorm; mean pooling over
 the real tokens; an MLP classifier. Retrieval (``dual=True``) encodes both documents with the same
 encoder and classifies ``[u, v, u*v, u-v]``.
+
+The attention is a factory that the encoder calls once per layer with the shapes it knows,
+``attention(head_dim=dim // num_heads, num_heads=num_heads, seq_len=seq_len)``, e.g.
+``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 import torch
 from torch import nn
 
-from attention_zoo import MultiHeadSelfAttention
+from attention_zoo import MultiHeadSelfAttention, tie_layers
+
+EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
 
 def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -22,6 +29,12 @@ def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     Pixel tasks store every length as the full image, so a black pixel (token 0) is a real token.
     """
     return torch.arange(seq_len, device=lengths.device)[None, :] < lengths[:, None]
+
+
+class AttentionFactory(Protocol):
+    """Builds one attention core for a layer of the given shapes (``attention_zoo.build_attention``)."""
+
+    def __call__(self, *, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
 
 
 class EncoderBlock(nn.Module):
@@ -53,7 +66,7 @@ class Encoder(nn.Module):
         *,
         vocab_size: int,
         seq_len: int,
-        attention: Callable[[], nn.Module],
+        attention: AttentionFactory,
         dim: int,
         depth: int,
         num_heads: int,
@@ -61,12 +74,18 @@ class Encoder(nn.Module):
         dropout: float,
     ) -> None:
         super().__init__()
+        if dim % num_heads:
+            raise ValueError(f"model.dim={dim} must be a multiple of model.num_heads={num_heads}")
         self.token_embedding = nn.Embedding(vocab_size, dim)
         self.position_embedding = nn.Embedding(seq_len, dim)
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=EMBEDDING_INIT_STD)
         self.dropout = nn.Dropout(dropout)
+        shapes = {"head_dim": dim // num_heads, "num_heads": num_heads, "seq_len": seq_len}
         self.blocks = nn.ModuleList(
-            EncoderBlock(dim, num_heads, ffn_dim, dropout, attention()) for _ in range(depth)
+            EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes)) for _ in range(depth)
         )
+        tie_layers([block.attention.core for block in self.blocks])  # cross-layer sharing options
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -84,8 +103,8 @@ class LRAClassifier(nn.Module):
 
     tokens: (B, L) long, or (B, 2, L) when ``dual`` (retrieval: two documents per example);
     lengths: (B,) or (B, 2), the number of real tokens (the mask is ``position < length``).
-    ``attention`` is a factory that returns a fresh attention core for each layer, e.g.
-    ``functools.partial(attention_zoo.build_attention, "nystrom", head_dim=32, num_heads=2, seq_len=L)``.
+    ``attention`` builds a fresh attention core for each layer from the shapes the encoder passes
+    (see the module docstring).
     """
 
     def __init__(
@@ -94,7 +113,7 @@ class LRAClassifier(nn.Module):
         vocab_size: int,
         num_classes: int,
         seq_len: int,
-        attention: Callable[[], nn.Module],
+        attention: AttentionFactory,
         dim: int = 64,
         depth: int = 2,
         num_heads: int = 2,

@@ -1,4 +1,6 @@
-"""The LightningModule: cross-entropy training of an ``LRAClassifier``, AdamW, warm-up then linear decay."""
+"""The LightningModule: cross-entropy training of an ``LRAClassifier`` with AdamW and a schedule of
+``lra.schedules``; accuracy over whole validation and test splits; the best validation accuracy within
+the selection window."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from torch import nn
 from torchmetrics import MaxMetric, MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-# AdamW settings of the reference LRA PyTorch code (Nystromformer / Skyformer).
+from lra.schedules import build_schedule
+
+# AdamW settings of the reference LRA PyTorch code (Nyströmformer / Skyformer).
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-6
 
@@ -18,23 +22,46 @@ class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or infinite; the message names the step and the attention."""
 
 
-def warmup_then_linear_decay(warmup_steps: int, total_steps: int):
-    """LR factor at step s: s / warmup rising to 1, then linear decay to 0 at ``total_steps``."""
+class NonFiniteLossWatch:
+    """Finds the first step whose training loss is NaN or infinite without waiting on the device.
 
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / warmup_steps
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    ``record`` keeps, on the loss's device, the first such step (-1: none); ``check`` reads it back
+    (one host-device transfer) and raises. Reading it every step would stall a GPU's queue, so the
+    module checks on the CPU every step and on a GPU every ``check_every`` steps and at each
+    evaluation: a run that goes non-finite stops within that many steps and names the step where
+    it happened.
+    """
 
-    return factor
+    def __init__(self, attention_name: str) -> None:
+        self.attention_name = attention_name
+        self.first_step: torch.Tensor | None = None
+
+    def record(self, loss: torch.Tensor, step: int) -> None:
+        if self.first_step is None or self.first_step.device != loss.device:
+            self.first_step = torch.full((), -1, dtype=torch.long, device=loss.device)
+        bad = ~torch.isfinite(loss.detach()) & (self.first_step < 0)
+        self.first_step = torch.where(bad, torch.full_like(self.first_step, step), self.first_step)
+
+    def check(self) -> None:
+        if self.first_step is None:
+            return
+        step = int(self.first_step)
+        if step >= 0:
+            raise NonFiniteLossError(
+                f"training loss is not finite (NaN or inf) at step {step} with attention "
+                f"{self.attention_name!r}; lower task.lr or change the attention's options"
+            )
 
 
 class LRALitModule(L.LightningModule):
     """Trains ``model`` (tokens, lengths -> logits) on ``(tokens, lengths, labels)`` batches.
 
     Logs ``train/loss``, ``train/acc``, ``val/loss``, ``val/acc``, ``val/acc_best``, ``test/loss``
-    and ``test/acc`` (accuracy: torchmetrics, over the whole split). A NaN or infinite training
-    loss raises ``NonFiniteLossError`` at once.
+    and ``test/acc`` (accuracy: torchmetrics, over the whole split). ``schedule`` names a schedule of
+    ``lra.schedules`` with ``warmup_steps`` and ``max_steps``. ``val/acc_best`` counts only the
+    evaluations after step ``selectable_after`` (the checkpoint that is tested is chosen the same
+    way, by ``lra.callbacks.BestCheckpointInWindow``). A NaN or infinite training loss raises
+    ``NonFiniteLossError`` (see ``NonFiniteLossWatch``).
     """
 
     def __init__(
@@ -46,7 +73,10 @@ class LRALitModule(L.LightningModule):
         weight_decay: float,
         warmup_steps: int,
         max_steps: int,
+        schedule: str,
+        selectable_after: int,
         attention_name: str,
+        finite_check_every: int = 50,
     ) -> None:
         super().__init__()
         self.model = model
@@ -54,8 +84,12 @@ class LRALitModule(L.LightningModule):
         self.weight_decay = weight_decay
         self.warmup_steps = warmup_steps
         self.max_steps = max_steps
-        self.attention_name = attention_name
-        self.train_acc = MulticlassAccuracy(num_classes, average="micro")
+        self.schedule = schedule
+        self.selectable_after = selectable_after
+        self.finite_check_every = finite_check_every
+        self.nonfinite = NonFiniteLossWatch(attention_name)
+        # validate_args=False: its input checks read values back from the device every step.
+        self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro")
         self.test_acc = MulticlassAccuracy(num_classes, average="micro")
         self.val_loss = MeanMetric()
@@ -70,11 +104,9 @@ class LRALitModule(L.LightningModule):
         tokens, lengths, labels = batch
         logits = self(tokens, lengths)
         loss = F.cross_entropy(logits.float(), labels)
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(
-                f"training loss is {loss.item()} at step {self.global_step} with attention "
-                f"{self.attention_name!r}; lower task.lr or change the attention's options"
-            )
+        self.nonfinite.record(loss, self.global_step)
+        if loss.device.type != "cuda" or self.global_step % self.finite_check_every == 0:
+            self.nonfinite.check()
         self.train_acc(logits, labels)
         self.log("train/loss", loss, prog_bar=True)
         self.log("train/acc", self.train_acc, prog_bar=True)
@@ -88,13 +120,17 @@ class LRALitModule(L.LightningModule):
         loss_metric.update(F.cross_entropy(logits.float(), labels, reduction="none"))
         acc_metric.update(logits, labels)
 
+    def on_validation_start(self) -> None:
+        self.nonfinite.check()
+
     def validation_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
         self.evaluate(batch, self.val_loss, self.val_acc)
         self.log("val/loss", self.val_loss, prog_bar=True)
         self.log("val/acc", self.val_acc, prog_bar=True)
 
     def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking:  # the sanity check does not count towards the best accuracy
+        # The sanity check and the evaluations before the selection window do not count.
+        if self.trainer.sanity_checking or self.global_step <= self.selectable_after:
             return
         self.val_acc_best(self.val_acc.compute())
         self.log("val/acc_best", self.val_acc_best.compute(), prog_bar=True)
@@ -108,7 +144,5 @@ class LRALitModule(L.LightningModule):
         optimizer = torch.optim.AdamW(
             self.parameters(), lr=self.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=self.weight_decay
         )
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, warmup_then_linear_decay(self.warmup_steps, self.max_steps)
-        )
+        schedule = build_schedule(self.schedule, optimizer, self.lr, self.warmup_steps, self.max_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

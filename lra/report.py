@@ -10,111 +10,19 @@ failed / NaN / interrupted jobs apart with their errors, and ``<out>/lra_accurac
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-import attention_zoo
-from lra.bench import command_line, markdown_table
-from lra.reference import ACCURACY, RUN_COST, RUN_COST_PAPER, TASKS
+from lra.provenance import markdown_table, rerun_command
+from lra.published import ACCURACY, RUN_COST, RUN_COST_PAPER, TASKS
+from lra.runs import GENERATED, Cell, Run, find_runs, latest_per_seed, metric_cells
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
-
-
-@dataclass(frozen=True)
-class Run:
-    """One ``summary.json``. ``variant``: the attention's name plus its non-default options."""
-
-    path: Path
-    task: str
-    variant: str
-    seed: int | None
-    status: str
-    error: str
-    metrics: dict[str, float]
-    device: str
-    started: str
-    finished: str
-
-
-def variant_label(attention: str, config: dict) -> str:
-    """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
-    that differ from the core's defaults, so sweeps over options give separate rows; a prepared set
-    other than the task's own (``dataset=listops-demo``) is named too, so that such runs never sit
-    in a row that reads as the LRA protocol."""
-    chosen = config.get("attention") or {}
-    defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
-    changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
-    task = config.get("task") or {}
-    if task.get("dataset") not in (None, task.get("name")):
-        changed.append(f"dataset={task['dataset']}")
-    return f"{attention} ({', '.join(changed)})" if changed else attention
-
-
-def load_run(path: Path) -> Run:
-    """A run from its summary.json; an unreadable file becomes a run with status ``unreadable``."""
-    try:
-        summary = json.loads(path.read_text())
-        return Run(
-            path=path,
-            task=str(summary["task"]),
-            variant=variant_label(str(summary["attention"]), summary.get("config") or {}),
-            seed=summary.get("seed"),
-            status=str(summary["status"]),
-            error=str(summary.get("error") or ""),
-            metrics=summary.get("metrics") or {},
-            device=str(summary.get("device") or "unknown"),
-            started=str(summary.get("started") or ""),
-            finished=str(summary.get("finished") or ""),
-        )
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
-
-
-def find_runs(roots: Sequence[Path]) -> list[Run]:
-    """Every summary.json under ``roots``, sorted by path."""
-    return [load_run(path) for root in roots for path in sorted(root.rglob("summary.json"))]
-
-
-def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
-    """Completed runs with one per (variant, task, seed): a rerun of a seed replaces the earlier one."""
-    latest: dict[tuple[str, str, object], Run] = {}
-    for run in sorted((r for r in runs if r.status == "completed"), key=lambda r: r.finished):
-        latest[(run.variant, run.task, run.seed)] = run
-    return list(latest.values())
-
-
-@dataclass(frozen=True)
-class Cell:
-    """Mean and sample std (0 for one seed) of a metric over seeds, and the number of seeds."""
-
-    mean: float
-    std: float
-    count: int
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Cell:
-        return cls(
-            statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values)
-        )
-
-    def format(self, digits: int = 2) -> str:
-        spread = f" ± {self.std:.{digits}f}" if self.count > 1 else ""
-        return f"{self.mean:.{digits}f}{spread} ({self.count})"
-
-
-def metric_cells(runs: Sequence[Run], metric: str, scale: float = 1.0) -> dict[str, dict[str, Cell]]:
-    """variant -> task -> Cell of ``metric × scale`` over the runs that report it."""
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
-        if run.metrics.get(metric) is not None:
-            values[run.variant][run.task].append(float(run.metrics[metric]) * scale)
-    return {variant: {task: Cell.of(v) for task, v in tasks.items()} for variant, tasks in values.items()}
 
 
 def average_column(cells: dict[str, Cell]) -> str:
@@ -129,7 +37,7 @@ def accuracy_table(runs: Sequence[Run]) -> str:
     cells = metric_cells(runs, "test/acc", scale=100.0)
     rows = [
         [variant, *(cells[variant][t].format() if t in cells[variant] else "—" for t in TASKS),
-         average_column(cells[variant])]
+         "none: not the LRA data" if GENERATED in variant else average_column(cells[variant])]
         for variant in sorted(cells)
     ]  # fmt: skip
     return markdown_table(["attention", *TASKS, "average"], rows)
@@ -266,7 +174,27 @@ def write_plot(path: Path, runs: Sequence[Run]) -> None:
     plt.close(fig)
 
 
+def split_by_protocol(runs: Sequence[Run]) -> list[Run]:
+    """``runs``, each variant labelled with its training protocol when the completed runs do not all
+    share one, so that runs trained differently never share a row."""
+    if len({run.protocol for run in runs if run.status == "completed"}) <= 1:
+        return list(runs)
+    return [replace(run, variant=f"{run.variant} [{run.protocol}]") for run in runs]
+
+
+def protocols_section(runs: Sequence[Run]) -> str:
+    """The header line(s) naming the training protocol(s) of the completed runs."""
+    counts = Counter(run.protocol for run in runs)
+    if len(counts) <= 1:
+        return f"- training protocol: {next(iter(counts), 'none')}"
+    lines = ["- training protocols differ between these runs (each row names its own in brackets):"]
+    return "\n".join(
+        lines + [f"  - {protocol}: {count} run(s)" for protocol, count in sorted(counts.items())]
+    )
+
+
 def build_report(runs: Sequence[Run], command: str) -> str:
+    """The markdown report of ``runs`` (already passed through ``split_by_protocol``)."""
     completed = latest_per_seed(runs)
     return (
         "\n\n".join(
@@ -276,9 +204,13 @@ def build_report(runs: Sequence[Run], command: str) -> str:
                 f"run(s) counted (the latest per attention × task × seed), "
                 f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below).",
                 provenance(runs),
+                protocols_section(completed),
                 "## Test accuracy (%)",
                 "Mean ± sample std over seeds (number of seeds); the average is the mean of the five task "
-                "means and is given only where all five tasks have runs.",
+                "means and is given only where all five tasks have runs. A row marked "
+                f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "
+                "the LRA release: a different task, not comparable with the published numbers, and never "
+                "averaged as an LRA score.",
                 accuracy_table(completed),
                 "## Published accuracy (%)",
                 published_tables(),
@@ -307,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         parser.error(f"--runs folder(s) not found: {', '.join(missing)}")
     roots = args.runs or [root for root in DEFAULT_RUNS if root.is_dir()]
-    runs = find_runs(roots)
+    runs = split_by_protocol(find_runs(roots))
     if not runs:
         searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))
         raise FileNotFoundError(
@@ -316,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "or point --runs at the run folders"
         )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "lra_table.md").write_text(build_report(runs, command_line("lra.report", argv)))
+    (args.out / "lra_table.md").write_text(build_report(runs, rerun_command("lra.report", argv)))
     write_plot(args.out / "lra_accuracy_vs_time.png", latest_per_seed(runs))
     print(f"wrote {args.out / 'lra_table.md'} and {args.out / 'lra_accuracy_vs_time.png'}")
     return 0

@@ -3,7 +3,6 @@
 - ``${lra.budget:DEFAULT}``: the top-level ``features`` budget when it is set, else DEFAULT. Every
   approximate attention sizes its budget option with it (``num_landmarks: ${lra.budget:64}``), so
   ``features=128`` sizes them all at once while ``attention.num_landmarks=32`` still wins.
-- ``${lra.div:A,B}``: the integer A / B, for the per-head size ``model.dim / model.num_heads``.
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
 """
 
@@ -18,15 +17,6 @@ def budget(default: int, *, _root_: DictConfig) -> Any:
     """``features`` when set at the top level of the config, else ``default``."""
     features = _root_.get("features")
     return default if features is None else features
-
-
-def exact_division(numerator: int, denominator: int) -> int:
-    """numerator / denominator; a ``ValueError`` when it is not a whole number."""
-    if denominator < 1 or numerator % denominator:
-        raise ValueError(
-            f"{numerator} is not divisible by {denominator} (model.dim must be a multiple of model.num_heads)"
-        )
-    return numerator // denominator
 
 
 def default_precision(accelerator: str) -> str:
@@ -44,5 +34,4 @@ def default_precision(accelerator: str) -> str:
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
-    OmegaConf.register_new_resolver("lra.div", exact_division, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)

@@ -7,8 +7,11 @@ summary.json (``lra.report`` reads it)::
                  "perf/train_time_s", "perf/peak_gpu_mem_mb" or "perf/peak_rss_mb", "model/params",
                  "train/steps"},
      "config": {resolved}, "versions": {...}, "device", "git_commit", "started", "finished", "output_dir",
-     "data": {"dataset", "seed", "command"} (the prepared set: its generator/split seed and the command
-             that rebuilds it; null when the run stopped before loading it),
+     "data": {"dataset", "set", "source", "seed", "command"} (the task's dataset recipe, the prepared
+             set it used, that set's source, generator/split seed and the command that rebuilds it;
+             null when the run stopped before loading it),
+     "protocol": {"schedule", "clip", "clip_value", "select_after", "attention_dropout"} (how it
+             trained; clip_value null without clipping, attention_dropout null for a core without it),
      "resumed_from": the checkpoint this segment of the run continued from, or null}
 
 ``seed`` seeds the model, the training order and every random draw of a run; ``data.seed`` is the seed
@@ -97,6 +100,19 @@ def plain_config(cfg: DictConfig) -> dict[str, Any]:
         return OmegaConf.to_container(cfg, resolve=False)
 
 
+def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
+    """How the run trained, from its plain config: its ``protocol`` as it applied (module docstring)."""
+    protocol = config.get("protocol") or {}
+    clip = protocol.get("clip")
+    return {
+        "schedule": protocol.get("schedule"),
+        "clip": clip,
+        "clip_value": None if clip is None else protocol.get("clip_value"),
+        "select_after": protocol.get("select_after"),
+        "attention_dropout": (config.get("attention") or {}).get("attention_dropout"),
+    }
+
+
 def make_summary(
     cfg: DictConfig,
     *,
@@ -112,6 +128,7 @@ def make_summary(
     """The summary.json record of one run (see the module docstring)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+    config = plain_config(cfg)
     return {
         "task": cfg.task.name,
         "attention": cfg.attention.name,
@@ -119,7 +136,7 @@ def make_summary(
         "status": status,
         "error": error,
         "metrics": {**dict.fromkeys(METRIC_KEYS), **metrics},
-        "config": plain_config(cfg),
+        "config": config,
         "versions": versions(),
         "device": device,
         "git_commit": git_commit(),
@@ -127,6 +144,7 @@ def make_summary(
         "finished": now_iso(),
         "output_dir": str(output_dir.resolve()),
         "data": data,
+        "protocol": protocol_record(config),
         "resumed_from": None if resumed_from is None else str(resumed_from),
     }
 

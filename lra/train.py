@@ -19,13 +19,13 @@ import lightning as L
 import torch
 from hydra.utils import instantiate
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from data_prep.storage import CorruptDataError
-from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
+from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor, ValidateAtLastStep
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
@@ -37,27 +37,40 @@ from lra.summary import format_table, make_summary, now_iso, write_summary
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
-MODEL_OPTIONS = ("dim", "depth", "num_heads", "ffn_dim", "classifier_dim", "dropout")
 # Exit status after SIGTERM, as a shell reports a process ended by it.
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 
 
 def build_model(cfg: DictConfig) -> LRAClassifier:
-    """The shared encoder for ``cfg.task`` with the attention of ``cfg.attention`` in every layer."""
-    model = LRAClassifier(
-        vocab_size=cfg.task.vocab_size,
-        num_classes=cfg.task.num_classes,
-        seq_len=cfg.task.seq_len,
-        attention=instantiate(cfg.attention),
-        dual=cfg.task.dual,
-        **{key: cfg.model[key] for key in MODEL_OPTIONS},
-    )
-    if cfg.model.compile:
+    """The shared encoder for ``cfg.task`` (``cfg.model`` its options) with the attention of
+    ``cfg.attention`` in every layer; a ``ConfigError`` (one line) when an argument is invalid."""
+    options = OmegaConf.to_container(cfg.model, resolve=True)
+    compile_encoder = options.pop("compile")
+    try:
+        model = LRAClassifier(
+            vocab_size=cfg.task.vocab_size,
+            num_classes=cfg.task.num_classes,
+            seq_len=cfg.task.seq_len,
+            attention=instantiate(cfg.attention),
+            dual=cfg.task.dual,
+            **options,
+        )
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"cannot build the model: {error}".splitlines()[0]) from None
+    if compile_encoder:
         model.encoder = torch.compile(model.encoder)
     return model
 
 
+def selectable_after(cfg: DictConfig) -> int:
+    """The last step whose evaluation cannot select the best checkpoint: ``protocol.select_after`` of
+    ``trainer.max_steps``, rounded down (an evaluation counts when its step is strictly after it)."""
+    return int(cfg.protocol.select_after * cfg.trainer.max_steps)
+
+
 def build_module(cfg: DictConfig) -> LRALitModule:
+    """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` with the
+    ``protocol.schedule`` over ``trainer.max_steps`` steps."""
     return LRALitModule(
         build_model(cfg),
         num_classes=cfg.task.num_classes,
@@ -65,7 +78,10 @@ def build_module(cfg: DictConfig) -> LRALitModule:
         weight_decay=cfg.task.weight_decay,
         warmup_steps=cfg.task.warmup_steps,
         max_steps=cfg.trainer.max_steps,
+        schedule=cfg.protocol.schedule,
+        selectable_after=selectable_after(cfg),
         attention_name=cfg.attention.name,
+        finite_check_every=cfg.trainer.log_every_n_steps,
     )
 
 
@@ -74,7 +90,6 @@ def build_datamodule(cfg: DictConfig) -> LRADataModule:
     return LRADataModule(
         root=Path(cfg.data_root).resolve(),
         dataset=task.dataset,
-        prepare=None if task.prepare is None else [list(args) for args in task.prepare],
         batch_size=task.batch_size,
         expected={key: task[key] for key in ("seq_len", "vocab_size", "num_classes")},
         dual=task.dual,
@@ -91,16 +106,25 @@ class TrainerParts:
     checkpoint: ModelCheckpoint
 
 
+def clipping(protocol: DictConfig) -> dict[str, Any]:
+    """The Trainer's gradient-clipping arguments for ``protocol.clip`` (norm, value or null)."""
+    if protocol.clip is None:
+        return {"gradient_clip_val": None}
+    return {"gradient_clip_val": protocol.clip_value, "gradient_clip_algorithm": protocol.clip}
+
+
 def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> TrainerParts:
     """A Lightning Trainer from ``cfg.trainer`` that validates every ``task.eval_every`` steps and at the
-    last step, keeps the checkpoint of the best ``val/acc`` and measures the ``perf/*`` metrics.
+    last step, clips gradients as ``cfg.protocol`` says, keeps the checkpoint of the best ``val/acc``
+    within the selection window and measures the ``perf/*`` metrics.
 
     ``checkpoints/last.ckpt`` holds the full training state after every evaluation, and after an
     exception (Lightning's SIGTERM handling raises one at the end of the current step): what
     ``resume`` continues from. The extra callbacks of ``cfg.callbacks`` run after these.
     """
     efficiency = EfficiencyMonitor()
-    checkpoint = ModelCheckpoint(
+    checkpoint = BestCheckpointInWindow(
+        selectable_after=selectable_after(cfg),
         dirpath=output_dir / CHECKPOINT_DIR,
         filename="best",
         monitor="val/acc",
@@ -117,17 +141,15 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
         enable_version_counter=False,
     )
     extra = [instantiate(node) for node in cfg.callbacks.values()]
+    # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
+    refresh = cfg.trainer.log_every_n_steps
+    progress = [TQDMProgressBar(refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
     trainer = L.Trainer(
         **OmegaConf.to_container(cfg.trainer, resolve=True),
+        **clipping(cfg.protocol),
         val_check_interval=cfg.task.eval_every,
         check_val_every_n_epoch=None,
-        callbacks=[
-            efficiency,
-            checkpoint,
-            last_state,
-            ValidateAtLastStep(),
-            *extra,
-        ],
+        callbacks=[efficiency, checkpoint, last_state, ValidateAtLastStep(), *progress, *extra],
         logger=loggers or False,
         default_root_dir=output_dir,
     )
@@ -193,11 +215,11 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
         if cfg.threads is not None:
             torch.set_num_threads(cfg.threads)
         L.seed_everything(cfg.seed, workers=True, verbose=False)
+        module = build_module(cfg)  # a bad model or attention option stops here, before any data work
         datamodule = build_datamodule(cfg)
         if rank_zero_only.rank == 0:  # a missing set is built (or reported) before any logger starts
             datamodule.prepare_data()
             datamodule.setup("fit")
-        module = build_module(cfg)
         run_identity = RunIdentity(cfg.task.name, cfg.attention.name, cfg.seed, plan.wandb_run_id)
         loggers = build_loggers(
             cfg.logger, run_identity, run_dir, OmegaConf.to_container(cfg, resolve=True), resumed_step
@@ -241,7 +263,7 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
             device=device_description(parts.trainer if parts else None, str(cfg.trainer.accelerator)),
             started=started,
             output_dir=run_dir,
-            data=datamodule.description() if datamodule is not None and datamodule.meta else None,
+            data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
             resumed_from=resumed_from,
         )
         if rank_zero_only.rank == 0:

@@ -13,13 +13,12 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
+from source_samples import SOURCES, real_sample, write_cifar_archive, write_imdb, write_listops_2018
 
 import lra  # noqa: F401  (registers the lra.* resolvers)
 from data_prep import PreparedWriter
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-# Real samples of the source formats: ../shared/fixtures beside the checkout (see its README).
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 TINY_SEQ_LEN = 32
 TINY_COUNTS = {"train": 40, "val": 16, "test": 16}
@@ -33,6 +32,17 @@ TASK_SHAPES = {
 }
 EASY_SEQ_LEN = 32
 EASY_VOCAB = 5
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``cuda`` skip, with the reason, where no CUDA GPU is present."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none is present)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
 
 # The tests run tiny tensors on a small shared machine, where one intra-op thread is several times
 # faster than contending for every core; no test asserts a speed.
@@ -111,25 +121,45 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# Each reader test runs on source files that the tests write in the exact format and, where
+# ../shared/fixtures is beside the checkout, again on the real public samples there.
+
+
+@pytest.fixture(params=SOURCES)
+def imdb_folder(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``aclImdb`` folder: 3 reviews per class and split, non-ASCII ones and ones over 4000 bytes."""
+    if request.param == "real sample":
+        return real_sample("aclImdb")
+    return write_imdb(tmp_path_factory.mktemp("imdb"))
+
+
+@pytest.fixture(params=SOURCES)
+def cifar_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``cifar-10-python.tar.gz``: 12 images per training batch, 40 test images starting 3, 8, 8, 0, 6."""
+    if request.param == "real sample":
+        return real_sample("cifar-10-python.tar.gz")
+    return write_cifar_archive(tmp_path_factory.mktemp("cifar") / "cifar-10-python.tar.gz")
+
+
+@pytest.fixture(params=SOURCES)
+def listops_2018_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The head of a 2018 ListOps TSV (``Target<TAB>Source``): 40 rows."""
+    if request.param == "real sample":
+        return real_sample("listops2018_test_head.tsv")
+    return write_listops_2018(tmp_path_factory.mktemp("listops") / "test_d20s_head.tsv")
+
+
 def compose_config(overrides: list[str]) -> DictConfig:
     """The job config of ``python -m lra OVERRIDES``, through Hydra's compose API."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
 
 
-def tiny_data_overrides(data_root: Path) -> list[str]:
-    """Overrides that point a run at the tiny data: CSV logger only, no worker processes."""
-    return [
-        "logger=csv",
-        f"data_root={data_root}",
-        f"task.seq_len={TINY_SEQ_LEN}",
-        "task.batch_size=8",
-        "features=8",
-        "num_workers=0",
-    ]
+def tiny_data_overrides(data_root: Path, *extra: str) -> list[str]:
+    """A fast dev run (``debug=fdr``) on the tiny prepared sets of ``data_root``."""
+    return ["debug=fdr", f"data_root={data_root}", f"task.seq_len={TINY_SEQ_LEN}", *extra]
 
 
 def smoke_overrides(data_root: Path, task: str, attention: str, *extra: str) -> list[str]:
-    """A few steps of ``task`` × ``attention`` on the tiny data."""
-    task_and_attention = [f"task={task}", f"attention={attention}"]
-    return [*task_and_attention, "trainer=smoke", *tiny_data_overrides(data_root), *extra]
+    """``task`` × ``attention`` as a fast dev run on the tiny data."""
+    return [f"task={task}", f"attention={attention}", *tiny_data_overrides(data_root, *extra)]

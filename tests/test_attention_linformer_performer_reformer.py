@@ -6,6 +6,8 @@ in test_attention_properties.py; here each core is checked against what its pape
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +15,7 @@ import torch.nn.functional as F
 import attention_zoo
 from attention_zoo.performer import orthogonal_gaussian_features
 from attention_zoo.reformer import lsh_buckets, sort_by_bucket
+from lra.model import LRAClassifier
 
 HEADS, HEAD_DIM = 2, 16
 
@@ -86,7 +89,133 @@ def test_performer_row_norms_follow_the_chi_distribution():
     assert norms.std() > 0.5
 
 
+def performer_vs_softmax_errors(temperature: str) -> dict[str, float]:
+    """Mean relative error (4 draws of 2048 features) of performer with ``temperature`` to
+    softmax(QKᵀ/√d) V and to softmax(QKᵀ/d) V."""
+    seq = 64
+    q, k, v, _ = make_inputs(2, seq, [seq, seq], scale=0.5)
+    standard = build("standard", seq)
+    exact = {"sqrt_d": standard(q, k, v, None), "d": standard(q * HEAD_DIM**-0.5, k, v, None)}
+    core = build("performer", seq, num_features=2048, temperature=temperature)
+    errors = dict.fromkeys(exact, 0.0)
+    for _ in range(4):
+        core.redraw_features()
+        approx = core(q, k, v, None)
+        for target, out in exact.items():
+            errors[target] += ((approx - out).norm() / out.norm()).item() / 4
+    return errors
+
+
+def test_performer_temperature_d_converges_to_softmax_over_d_and_not_over_sqrt_d():
+    errors = performer_vs_softmax_errors("d")
+    assert errors["d"] < 0.05, errors
+    assert errors["sqrt_d"] > 3 * errors["d"], errors
+
+
+def test_performer_temperature_sqrt_d_converges_to_softmax_over_sqrt_d_and_not_over_d():
+    errors = performer_vs_softmax_errors("sqrt_d")
+    assert errors["sqrt_d"] < 0.1, errors
+    assert errors["d"] > 1.5 * errors["sqrt_d"], errors
+
+
+def test_performer_feature_epsilon_is_added_to_every_feature_of_real_positions():
+    """A huge ε makes every real key's feature vector ≈ ε·1: attention becomes the mean of the real
+    values (padded keys stay at 0); ε = 0 is the default."""
+    seq = 48
+    q, k, v, mask = make_inputs(2, seq, [48, 20])
+    default = build("performer", seq)(q, k, v, mask)
+    torch.testing.assert_close(build("performer", seq, feature_epsilon=0.0)(q, k, v, mask), default)
+    assert not torch.allclose(build("performer", seq, feature_epsilon=1e-2)(q, k, v, mask), default)
+    out = build("performer", seq, feature_epsilon=1e6)(q, k, v, mask)
+    real = mask[:, None, :, None]
+    mean_of_real = (v * real).sum(dim=2, keepdim=True) / real.sum(dim=2, keepdim=True)
+    torch.testing.assert_close(out, mean_of_real.expand_as(out), atol=1e-4, rtol=1e-4)
+
+
 # --- linformer --------------------------------------------------------------------------------
+
+
+def per_head_linformer(q, k, v, mask, projection):
+    """softmax(Q (Pᵀ K)ᵀ / √d) (Pᵀ V) with one P per head: projection (H, seq, proj_dim)."""
+    p = projection[:, : q.shape[2]]
+    k, v = real_part(k, mask), real_part(v, mask)
+    keys = p.transpose(-1, -2) @ k  # (B, H, proj_dim, D)
+    values = p.transpose(-1, -2) @ v
+    return torch.softmax(q @ keys.transpose(-1, -2) / HEAD_DIM**0.5, dim=-1) @ values
+
+
+PAPER_LAYOUTS = {  # the authors' LRA code
+    "skyformer": {"per_head": True, "share_kv": True, "init_std": 0.02},
+    "nystromformer": {"per_head": True, "share_kv": True, "share_layers": True, "init_std": 0.02},
+}
+
+
+@pytest.mark.parametrize("paper", PAPER_LAYOUTS)
+def test_linformer_paper_layouts_are_one_projection_per_head_for_keys_and_values(paper):
+    seq, proj_dim = 64, 16
+    core = build("linformer", seq, proj_dim=proj_dim, **PAPER_LAYOUTS[paper])
+    assert dict(core.named_parameters()).keys() == {"key_proj"}
+    assert core.key_proj.shape == (HEADS, seq, proj_dim)
+    assert abs(core.key_proj.std().item() - 0.02) < 0.002  # N(0, 0.02²)
+    with torch.no_grad():
+        core.key_proj.normal_()  # the formula is checked with projections of unit scale
+    q, k, v, mask = make_inputs(2, seq, [64, 37])
+    torch.testing.assert_close(
+        real_part(core(q, k, v, mask), mask),
+        real_part(per_head_linformer(q, k, v, mask, core.key_proj), mask),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+def test_linformer_default_layout_and_init_std():
+    core = build("linformer", 512, proj_dim=64)
+    assert {name: p.shape for name, p in core.named_parameters()} == {
+        "key_proj": (512, 64), "value_proj": (512, 64)
+    }  # fmt: skip
+    assert abs(core.key_proj.std().item() - 64**-0.5) < 0.01  # N(0, 1/proj_dim)
+    assert abs(build("linformer", 512, proj_dim=64, init_std=0.5).value_proj.std().item() - 0.5) < 0.01
+    separate = build("linformer", 32, proj_dim=8, per_head=True)
+    assert {name: p.shape for name, p in separate.named_parameters()} == {
+        "key_proj": (HEADS, 32, 8), "value_proj": (HEADS, 32, 8)
+    }  # fmt: skip
+
+
+def linformer_classifier(**options) -> LRAClassifier:
+    torch.manual_seed(0)
+    factory = partial(attention_zoo.build_attention, "linformer", proj_dim=8, **options)
+    return LRAClassifier(vocab_size=10, num_classes=2, seq_len=32, attention=factory, dim=32, depth=3)
+
+
+def projections(model: LRAClassifier) -> list[torch.nn.Parameter]:
+    return [block.attention.core.key_proj for block in model.encoder.blocks]
+
+
+def test_linformer_share_layers_is_one_parameter_for_every_layer_of_the_model():
+    shared = linformer_classifier(**PAPER_LAYOUTS["nystromformer"])
+    first, *later = projections(shared)
+    assert all(p is first for p in later)
+    assert sum(p is first for p in shared.parameters()) == 1  # counted once
+    per_layer = linformer_classifier(**PAPER_LAYOUTS["skyformer"])
+    assert len({id(p) for p in projections(per_layer)}) == 3
+    count = [sum(p.numel() for p in model.parameters()) for model in (per_layer, shared)]
+    assert count[0] - count[1] == 2 * first.numel()  # two of the three matrices are gone
+
+    tokens, lengths = torch.randint(1, 10, (2, 32)), torch.tensor([32, 20])
+    shared(tokens, lengths).sum().backward()
+    assert first.grad is not None and first.grad.abs().sum() > 0
+    reloaded = linformer_classifier(**PAPER_LAYOUTS["nystromformer"])
+    reloaded.load_state_dict(shared.state_dict())
+    assert all(p is projections(reloaded)[0] for p in projections(reloaded))
+    torch.testing.assert_close(projections(reloaded)[0], first)
+
+
+def test_tie_layers_leaves_cores_without_a_cross_layer_option_alone():
+    cores = [build("linformer", 16, proj_dim=4) for _ in range(2)]
+    before = [dict(core.named_parameters()) for core in cores]
+    attention_zoo.tie_layers(cores)
+    assert [dict(core.named_parameters()) for core in cores] == before
+    attention_zoo.tie_layers([build("nystrom", 16), build("nystrom", 16)])  # no tie_to: nothing to do
 
 
 def test_linformer_projections_are_trained():
@@ -250,3 +379,31 @@ def test_registry_entries():
     assert attention_zoo.spec("reformer").options == {"n_hashes": 2, "chunk_size": 64}
     for name in ("linformer", "performer", "reformer"):
         assert attention_zoo.spec(name).approximates == "standard"
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "value", "valid"),
+    [
+        ("linformer", "per_head", 1, r"a boolean \(true or false\)"),
+        ("linformer", "share_layers", "yes", r"a boolean \(true or false\)"),
+        ("linformer", "init_std", 0.0, "a number > 0 or null"),
+        ("performer", "temperature", "sqrt(d)", "one of 'sqrt_d', 'd'"),
+        ("performer", "feature_epsilon", -1e-4, "a number >= 0"),
+        ("standard", "attention_dropout", 1.0, r"a number in \[0, 1\)"),
+        ("kernelized", "attention_dropout", -0.1, r"a number in \[0, 1\)"),
+    ],
+)
+def test_new_options_are_validated_by_the_registry(name, option, value, valid):
+    with pytest.raises(ValueError, match=rf"{option} must be {valid}, got"):
+        build(name, 32, **{option: value})
+
+
+def test_paper_options_are_declared_with_todays_behaviour_as_default():
+    assert attention_zoo.spec("linformer").options == {
+        "proj_dim": 256, "per_head": False, "share_kv": False, "share_layers": False, "init_std": None
+    }  # fmt: skip
+    assert attention_zoo.spec("performer").options == {
+        "num_features": 256, "temperature": "sqrt_d", "feature_epsilon": 0.0
+    }  # fmt: skip
+    for name in ("standard", "kernelized"):
+        assert attention_zoo.spec(name).options == {"attention_dropout": 0.0}

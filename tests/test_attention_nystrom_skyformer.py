@@ -77,6 +77,21 @@ def test_segment_means_use_near_equal_segments():
     torch.testing.assert_close(segment_means(x, 4), torch.tensor([[1.0], [3.5], [6.0], [8.5]]))
 
 
+@pytest.mark.parametrize(("n", "count"), [(4096, 64), (4000, 64), (61, 8), (10, 4), (7, 7), (5, 1)])
+def test_segment_means_average_positions_ceil_i_n_over_m_to_ceil_next_minus_one(n, count):
+    x = randn(2, HEADS, n, 3, seed=n)
+    averaging = torch.zeros(count, n)  # row i: 1/size on positions ⌈i·n/m⌉ … ⌈(i+1)·n/m⌉ − 1
+    for i in range(count):
+        start, end = -(-i * n // count), -(-(i + 1) * n // count)
+        averaging[i, start:end] = 1 / (end - start)
+    x.requires_grad_(True)
+    means = segment_means(x, count)
+    torch.testing.assert_close(means, averaging @ x.detach())
+    weights = randn(count, 3, seed=1)
+    (means * weights).sum().backward()
+    torch.testing.assert_close(x.grad, (averaging.T @ weights).expand_as(x))
+
+
 def nystrom_vs_standard(
     q, k, v, num_landmarks: int, pinv_iterations: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,6 +130,17 @@ def test_nystrom_uses_one_landmark_per_position_when_sequence_is_short():
     default = core("nystrom", 10, conv_kernel_size=None)(q, k, v, None)
     ten = core("nystrom", 10, num_landmarks=10, conv_kernel_size=None)(q, k, v, None)
     torch.testing.assert_close(default, ten, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "from_fused_projection"])
+def test_nystrom_conv_skip_is_the_conv2d_module_over_the_sequence(layout):
+    """The channels-last computation is the (k, 1)-kernel, groups=H Conv2d that holds the weights."""
+    batch, seq = 2, 50
+    nystrom = core("nystrom", seq, conv_kernel_size=7)
+    v = randn(batch, seq, 3, HEADS, HEAD_DIM, seed=43).permute(2, 0, 3, 1, 4)[2]  # as the wrapper's v
+    if layout == "contiguous":
+        v = v.contiguous()
+    torch.testing.assert_close(nystrom._conv_skip(v), nystrom.conv(v))
 
 
 def test_nystrom_conv_skip_is_a_depthwise_conv_over_the_sequence_of_padded_v():

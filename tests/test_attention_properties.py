@@ -1,4 +1,4 @@
-"""Properties every attention core must have (DESIGN.md § The attention contract).
+"""Properties every attention core must have (docs/design.md § The attention contract).
 
 Cores that draw randomness in ``forward`` draw it from torch's global RNG, so every call here
 is made under the same seed; a core must give each sequence a result that depends only on
@@ -14,6 +14,16 @@ import attention_zoo
 
 NAMES = attention_zoo.available()
 HEADS, HEAD_DIM = 2, 16
+# Every core with its defaults, and the non-default options (the papers' code) that change its
+# computation; dropout options are built but, as every core here, evaluated in eval mode.
+VARIANTS = [
+    *((name, {}) for name in NAMES),
+    ("standard", {"attention_dropout": 0.1}),
+    ("kernelized", {"attention_dropout": 0.1}),
+    ("linformer", {"per_head": True, "share_kv": True, "init_std": 0.02}),
+    ("performer", {"temperature": "d", "feature_epsilon": 1e-4}),
+]
+VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in options.items()) for name, options in VARIANTS]
 
 
 def make_inputs(batch: int, seq: int, lengths: list[int], seed: int = 0):
@@ -28,13 +38,15 @@ def run(core, q, k, v, mask, seed: int = 1234):
     return core(q, k, v, mask)
 
 
-def build(name: str, seq: int):
+def build(name: str, seq: int, **options):
     torch.manual_seed(0)
-    return attention_zoo.build_attention(name, head_dim=HEAD_DIM, num_heads=HEADS, seq_len=seq).eval()
+    core = attention_zoo.build_attention(name, head_dim=HEAD_DIM, num_heads=HEADS, seq_len=seq, **options)
+    return core.eval()
 
 
 def test_seven_names_in_registry():
-    assert set(NAMES) >= {"standard"}
+    seven = ["kernelized", "linformer", "nystrom", "performer", "reformer", "skyformer", "standard"]
+    assert sorted(NAMES) == seven
     for name in NAMES:
         spec = attention_zoo.spec(name)
         assert spec.approximates in (None, *NAMES), name
@@ -51,10 +63,10 @@ def test_unknown_name_lists_valid_ones():
         attention_zoo.build_attention("no-such-attention")
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_shape_dtype_and_gradients(name):
+@pytest.mark.parametrize(("name", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_shape_dtype_and_gradients(name, options):
     seq = 96
-    core = build(name, seq).train()
+    core = build(name, seq, **options).train()
     q, k, v, mask = make_inputs(3, seq, [96, 50, 7])
     for t in (q, k, v):
         t.requires_grad_(True)
@@ -67,10 +79,10 @@ def test_shape_dtype_and_gradients(name):
         assert t.grad.abs().sum() > 0, f"{name}: zero gradient on {label}"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(("name", "options"), VARIANTS, ids=VARIANT_IDS)
 @pytest.mark.parametrize("seq", [1, 7, 64, 1000])
-def test_finite_for_every_length_and_padded_tails(name, seq):
-    core = build(name, seq)
+def test_finite_for_every_length_and_padded_tails(name, options, seq):
+    core = build(name, seq, **options)
     lengths = [seq, max(seq // 2, 1), 1, 0]  # full, half, one real token, fully padded
     q, k, v, mask = make_inputs(4, seq, lengths)
     out = run(core, q, k, v, mask)
@@ -78,10 +90,10 @@ def test_finite_for_every_length_and_padded_tails(name, seq):
     assert torch.isfinite(run(core, q, k, v, None)).all(), f"{name}: NaN/inf without a mask at seq={seq}"
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_padding_content_is_irrelevant(name):
+@pytest.mark.parametrize(("name", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_padding_content_is_irrelevant(name, options):
     seq = 200
-    core = build(name, seq)
+    core = build(name, seq, **options)
     q, k, v, mask = make_inputs(3, seq, [200, 130, 61])
     noise = make_inputs(3, seq, [0, 0, 0], seed=99)[:3]
     pad = (~mask)[:, None, :, None]
@@ -92,10 +104,10 @@ def test_padding_content_is_irrelevant(name):
     torch.testing.assert_close(out_a, out_b, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_batch_independence(name):
+@pytest.mark.parametrize(("name", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_batch_independence(name, options):
     seq = 160
-    core = build(name, seq)
+    core = build(name, seq, **options)
     q, k, v, mask = make_inputs(3, seq, [160, 97, 33])
     batched = run(core, q, k, v, mask)
     for i in range(3):

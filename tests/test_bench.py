@@ -9,9 +9,13 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.bench import efficiency, fidelity
+from lra.bench import efficiency_output, fidelity, fidelity_output
 from lra.bench.__main__ import main
 from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, build_core
+from lra.bench.efficiency_measure import Measurement, measure, measure_in_subprocess, sweep
+from lra.bench.efficiency_workloads import BenchConfig
+from lra.bench.fidelity_checkpoint import checkpoint_core_inputs
+from lra.bench.fidelity_measure import relative_spectral_error
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -39,20 +43,21 @@ def test_build_core_rejects_options_for_the_baseline():
         build_core(NAIVE, 8, 2, 16, num_landmarks=4)
 
 
-def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path, device):
     argv = ["efficiency", "--attentions", "standard", "nystrom", NAIVE, "--lengths", "128", "64"]
     argv += ["--scopes", "layer", "encoder", "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]
-    assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert main([*argv, "--device", device, "--out", str(tmp_path)]) == 0
 
-    for name in ("efficiency_cpu.csv", "efficiency_cpu_encoder.csv"):
+    for name in (f"efficiency_{device}.csv", f"efficiency_{device}_encoder.csv"):
         columns, rows = read_csv(tmp_path / name)
-        assert tuple(columns) == efficiency.CSV_COLUMNS
+        assert tuple(columns) == efficiency_output.CSV_COLUMNS
         assert [(r["attention"], int(r["seq_len"])) for r in rows] == [
             (a, n) for a in ("standard", "nystrom", NAIVE) for n in (64, 128)
         ]
         assert all(r["status"] == "ok" and float(r["time_ms"]) > 0 and r["batch"] == "1" for r in rows)
         assert all(r["peak_mem_mb"] != "" for r in rows)
-    report = (tmp_path / "efficiency_cpu.md").read_text()
+    report = (tmp_path / f"efficiency_{device}.md").read_text()
     for expected in (
         "## layer",
         "## encoder",
@@ -63,7 +68,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path):
     ):
         assert expected in report
     assert "python -m lra.bench efficiency --attentions standard nystrom naive" in report
-    assert (tmp_path / "efficiency_cpu.png").read_bytes().startswith(PNG_MAGIC)
+    assert (tmp_path / f"efficiency_{device}.png").read_bytes().startswith(PNG_MAGIC)
 
 
 def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
@@ -78,31 +83,31 @@ def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
 
 
 def test_a_configuration_past_its_timeout_is_a_row_not_a_crash():
-    config = efficiency.BenchConfig(NAIVE, 64, repeats=1, warmup=0)
-    row = efficiency.measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
+    config = BenchConfig(NAIVE, 64, repeats=1, warmup=0)
+    row = measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
     assert (row.status, row.time_ms, row.peak_mem_mb) == ("timeout", None, None)
 
 
 def test_a_failing_workload_is_an_error_row():
-    row = efficiency.measure(efficiency.BenchConfig("standard", 16, dim=10, heads=3, repeats=1))
+    row = measure(BenchConfig("standard", 16, dim=10, heads=3, repeats=1))
     assert row.status == "error" and "divisible" in row.detail
 
 
 def test_time_budget_stops_repeating_after_one_timed_step():
-    config = efficiency.BenchConfig("standard", 32, repeats=5, warmup=0, time_budget_s=0.0)
-    row = efficiency.measure(config)
+    config = BenchConfig("standard", 32, repeats=5, warmup=0, time_budget_s=0.0)
+    row = measure(config)
     assert (row.status, row.timed_steps) == ("ok", 1)
-    assert efficiency.measure(efficiency.BenchConfig("standard", 32, repeats=3, warmup=0)).timed_steps == 3
+    assert measure(BenchConfig("standard", 32, repeats=3, warmup=0)).timed_steps == 3
 
 
 def test_sweep_skips_longer_lengths_after_a_slow_step_or_a_failure():
-    def fake(config: efficiency.BenchConfig) -> efficiency.Measurement:
+    def fake(config: BenchConfig) -> Measurement:
         if config.attention == "broken" and config.seq_len == 128:
-            return efficiency.Measurement.failed(config, "oom", "too big")
-        return efficiency.Measurement(config.attention, config.seq_len, 1, config.seq_len * 100.0, 1.0, "ok")
+            return Measurement.failed(config, "oom", "too big")
+        return Measurement(config.attention, config.seq_len, 1, config.seq_len * 100.0, 1.0, "ok")
 
-    configs = [efficiency.BenchConfig(a, n) for a in ("slow", "broken") for n in (64, 128, 256)]
-    rows = efficiency.sweep(configs, fake, max_step_s=10.0)
+    configs = [BenchConfig(a, n) for a in ("slow", "broken") for n in (64, 128, 256)]
+    rows = sweep(configs, fake, max_step_s=10.0)
     assert [(r.attention, r.seq_len, r.status) for r in rows] == [
         ("slow", 64, "ok"),
         ("slow", 128, "ok"),  # 12.8 s: over the limit, so 256 is not attempted
@@ -116,10 +121,10 @@ def test_sweep_skips_longer_lengths_after_a_slow_step_or_a_failure():
 
 def test_memory_growth_table_reads_ratios_over_eight_times_length():
     rows = [
-        efficiency.Measurement("a", n, 1, 1.0, mem, "ok")
+        Measurement("a", n, 1, 1.0, mem, "ok")
         for n, mem in ((64, 2.0), (128, 3.0), (512, 16.0), (1024, 192.0))
     ]
-    text = efficiency.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
+    text = efficiency_output.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
     assert "| a | ×8 | ×64 |" in text
 
 
@@ -131,11 +136,9 @@ def test_unknown_attention_is_a_usage_error(capsys):
 
 def test_relative_spectral_error():
     exact = torch.randn(2, 3, 40, 8, dtype=torch.float64)
+    torch.testing.assert_close(relative_spectral_error(exact, exact), torch.zeros(2, 3, dtype=torch.float64))
     torch.testing.assert_close(
-        fidelity.relative_spectral_error(exact, exact), torch.zeros(2, 3, dtype=torch.float64)
-    )
-    torch.testing.assert_close(
-        fidelity.relative_spectral_error(1.1 * exact, exact), torch.full((2, 3), 0.1, dtype=torch.float64)
+        relative_spectral_error(1.1 * exact, exact), torch.full((2, 3), 0.1, dtype=torch.float64)
     )
 
 
@@ -152,7 +155,7 @@ def test_fidelity_tiny_run_writes_outputs_and_nystrom_converges(tmp_path):
     argv = ["fidelity", "--lengths", "64", "32", "--budgets", "16", "32", "--seeds", "0", "1"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     columns, rows = read_csv(tmp_path / "fidelity_cpu.csv")
-    assert tuple(columns) == fidelity.CSV_COLUMNS
+    assert tuple(columns) == fidelity_output.CSV_COLUMNS
     expected = {
         name: attention_zoo.spec(name).approximates
         for name in attention_zoo.available()
@@ -187,7 +190,7 @@ def test_fidelity_on_the_qkv_of_a_trained_checkpoint(tmp_path, data_root):
     assert summary["status"] == "completed", summary["error"]
     checkpoint = tmp_path / "run" / "checkpoints" / "best.ckpt"
 
-    captured = fidelity.checkpoint_core_inputs(checkpoint, data_root, count=3)
+    captured = checkpoint_core_inputs(checkpoint, data_root, count=3)
     assert len(captured) == 2  # one (q, k, v, mask) per encoder layer
     for (q, k, v), mask in captured:
         assert q.shape == k.shape == v.shape == (3, 2, TINY_SEQ_LEN, 32) and mask.shape == (3, TINY_SEQ_LEN)
@@ -206,4 +209,4 @@ def test_checkpoint_without_its_run_folder_is_a_clear_error(tmp_path):
     stray = tmp_path / "best.ckpt"
     stray.write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="summary.json"):
-        fidelity.checkpoint_core_inputs(stray, None, count=2)
+        checkpoint_core_inputs(stray, None, count=2)

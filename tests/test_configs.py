@@ -12,10 +12,12 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import attention_zoo
+from data_prep.recipes import RECIPES
 from lra import resolvers
 from lra.checks import check_config
 from lra.errors import ConfigError
 from lra.loggers import wandb_credentials_found
+from lra.train import build_model
 
 ATTENTION_FILES = sorted(path.stem for path in (CONF_DIR / "attention").glob("*.yaml"))
 APPROXIMATE = [name for name in attention_zoo.available() if attention_zoo.spec(name).budget_option]
@@ -32,7 +34,6 @@ def test_attention_config_states_the_registry_options_and_defaults(name):
     assert attention.pop("_target_") == "attention_zoo.build_attention"
     assert attention.pop("_partial_") is True
     assert attention.pop("name") == name
-    assert {attention.pop(key) for key in ("seq_len", "head_dim", "num_heads")} == {2000, 32, 2}
     assert attention == attention_zoo.spec(name).options
 
 
@@ -55,9 +56,10 @@ def test_explicit_option_beats_the_budget():
         assert cfg.attention.num_landmarks == 32
 
 
-def test_shapes_are_interpolated_from_task_and_model():
+def test_the_model_passes_its_shapes_to_the_attention():
     cfg = compose_config(["task=retrieval", "attention=linformer", "model.dim=96", "model.num_heads=4"])
-    assert (cfg.attention.seq_len, cfg.attention.head_dim, cfg.attention.num_heads) == (4000, 24, 4)
+    core = build_model(cfg).encoder.blocks[0].attention.core
+    assert core.key_proj.shape == (4000, 256) and core.scale == 24**-0.5
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -65,7 +67,8 @@ def test_every_task_composes_with_every_attention(task):
     for name in attention_zoo.available():
         cfg = compose_config([f"task={task}", f"attention={name}", "features=16"])
         assert cfg.task.name == task and cfg.attention.name == name
-        check_config(cfg)  # builds one core of this attention at the task's length
+        check_config(cfg)
+        build_model(cfg)  # the encoder with this attention in every layer at the task's length
 
 
 def test_task_defaults_follow_the_skyformer_protocol():
@@ -138,8 +141,10 @@ def test_experiments():
     assert compose_config(["experiment=nystromformer", "task=listops", "task.lr=3e-4"]).task.lr == 3e-4
     demo = compose_config(["experiment=demo"])
     assert (demo.task.name, demo.task.dataset, demo.trainer.accelerator) == ("listops", "listops-demo", "cpu")
-    (prepare,) = demo.task.prepare
-    assert prepare[0] == "listops" and prepare[prepare.index("--seq-len") + 1] == demo.task.seq_len
+    (build,) = RECIPES[demo.task.dataset].builds  # the demo set's recipe matches the demo's length
+    assert build.argv[0] == "listops" and build.argv[build.argv.index("--seq-len") + 1] == str(
+        demo.task.seq_len
+    )
     check_config(demo)
 
 
@@ -172,12 +177,13 @@ def test_launchers_compose(launcher):
     [
         (
             "attention.num_landmarks=0",
-            r"^attention.num_landmarks=0 is invalid: it must be a positive integer$",
+            r"^attention 'nystrom': num_landmarks must be an integer >= 1, got 0$",
         ),
+        ("attention.conv_kernel_size=true", r"^attention 'nystrom': conv_kernel_size must be an odd integer"),
         ("attention.num_landmarks=4096", r"^attention.num_landmarks=4096 exceeds task.seq_len=2000"),
         ("task.lr=-0.001", r"^task.lr=-0.001 is invalid: it must be a number > 0$"),
         ("task.batch_size=0", r"^task.batch_size=0 is invalid"),
-        ("model.dim=65", r"^cannot resolve .*65 is not divisible by 2"),
+        ("model.dim=65", r"^cannot build the model: model.dim=65 must be a multiple of model.num_heads=2$"),
         ("model.dropout=1.5", r"^model.dropout=1.5 is invalid"),
         (
             "attention.name=nope",
@@ -185,12 +191,29 @@ def test_launchers_compose(launcher):
         ),
         ("attention.pinv_iterations=0", r"^attention 'nystrom': "),
         ("features=-3", r"^features=-3 is invalid"),
+        (
+            "protocol.schedule=cosine",
+            r"^protocol.schedule='cosine' is invalid: it must be one of warmup_linear, one_cycle$",
+        ),
+        ("protocol.clip=l2", r"^protocol.clip='l2' is invalid: it must be one of norm, value, null"),
+        ("protocol.clip_value=-1", r"^protocol.clip_value=-1 is invalid: it must be a number > 0$"),
+        (
+            "protocol.attention_dropout=1.5",
+            r"^protocol.attention_dropout=1.5 is invalid: it must be a number in \[0, 1\)$",
+        ),
+        ("protocol.select_after=1", r"^protocol.select_after=1 is invalid: it must be a number in \[0, 1\)$"),
+        (
+            "experiment=skyformer",  # with trainer.max_steps=50 below the listops warm-up of 1000
+            r"^task.warmup_steps=1000 exceeds trainer.max_steps=50: the one_cycle schedule",
+        ),
         ("logger.wandb.mode=sometimes", r"^logger.wandb.mode='sometimes' is invalid; valid modes"),
     ],
 )
 def test_bad_values_are_one_clear_line(override, message):
+    cfg = compose_config([override, "trainer.max_steps=50"])
     with pytest.raises(ConfigError, match=message) as caught:
-        check_config(compose_config([override]))
+        check_config(cfg)
+        build_model(cfg)  # what only building can tell, still before any data or training
     assert "\n" not in str(caught.value)
 
 
@@ -204,3 +227,55 @@ def test_online_wandb_without_credentials_fails_at_once(monkeypatch, tmp_path: P
     (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password " + "x" * 40 + "\n")
     assert wandb_credentials_found()
     check_config(compose_config(["logger.wandb.mode=online"]))
+
+
+def test_debug_fdr_is_a_fast_dev_run_that_composes_with_any_task():
+    for task in TASKS:
+        cfg = compose_config([f"task={task}", "debug=fdr"])
+        trainer = cfg.trainer
+        assert (trainer.max_steps, trainer.limit_val_batches, trainer.limit_test_batches) == (2, 1, 1)
+        assert trainer.accelerator == "cpu" and list(cfg.logger) == ["csv"]
+        assert (cfg.task.batch_size, cfg.features, cfg.num_workers) == (8, 8, 0)
+    assert compose_config(["debug=fdr", "trainer=ddp"]).trainer.strategy == "ddp"  # the command line wins
+
+
+def test_paper_presets_state_the_authors_training_protocol():
+    sky = compose_config(["experiment=skyformer", "task=text"])
+    assert OmegaConf.to_container(sky.protocol) == dict(
+        schedule="one_cycle", clip="value", clip_value=1.0, select_after=0.2, attention_dropout=0.1
+    )
+    assert (sky.trainer.max_steps, sky.trainer.precision, sky.features) == (50000, "32-true", 128)
+    nys = compose_config(["experiment=nystromformer", "task=listops"])
+    assert OmegaConf.to_container(nys.protocol) == dict(
+        schedule="one_cycle", clip=None, clip_value=1.0, select_after=0.0, attention_dropout=0.1
+    )
+    assert (nys.trainer.max_steps, nys.trainer.precision, nys.task.warmup_steps) == (5000, "32-true", 1000)
+    default = compose_config([])
+    assert OmegaConf.to_container(default.protocol) == dict(
+        schedule="warmup_linear", clip="norm", clip_value=1.0, select_after=0.0, attention_dropout=0.0
+    )
+
+
+@pytest.mark.parametrize("experiment", ["skyformer", "nystromformer"])
+def test_paper_presets_set_the_authors_attention_code_only_on_the_attentions_that_have_it(experiment):
+    linformer = compose_config([f"experiment={experiment}", "attention=linformer"]).attention
+    assert (linformer.per_head, linformer.share_kv, linformer.init_std) == (True, True, 0.02)
+    assert linformer.share_layers is (experiment == "nystromformer")
+    performer = compose_config([f"experiment={experiment}", "attention=performer"]).attention
+    assert (performer.temperature, performer.feature_epsilon) == ("d", 1e-4)
+    for name in ("standard", "kernelized"):
+        assert (
+            compose_config([f"experiment={experiment}", f"attention={name}"]).attention.attention_dropout
+            == 0.1
+        )
+    nystrom = compose_config([f"experiment={experiment}", "attention=nystrom"]).attention
+    assert set(nystrom) == {
+        "_target_",
+        "_partial_",
+        "name",
+        "num_landmarks",
+        "pinv_iterations",
+        "conv_kernel_size",
+    }
+    explicit = compose_config([f"experiment={experiment}", "attention=linformer", "attention.per_head=false"])
+    assert explicit.attention.per_head is False  # the command line still wins

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 from data_prep.download import (
     ChecksumMismatchError,
     CorruptArchiveError,

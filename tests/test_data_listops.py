@@ -8,13 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 from data_prep.listops import read_tsv
 
-FIXTURE = FIXTURES / "listops2018_test_head.tsv"
 # The vocabulary as the task defines it, written out here rather than imported.
 VOCAB = ["<pad>", "[MIN", "[MAX", "[MED", "[SM", "]"] + [str(digit) for digit in range(10)]
 SHORT = ["--min-length", "20", "--max-length", "200", "--max-depth", "4", "--max-args", "6"]
@@ -126,10 +124,11 @@ def test_impossible_request_stops_with_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "listops").exists()
 
 
-def test_reads_the_2018_file_into_the_named_split(tmp_path):
-    assert main(["listops", "--root", str(tmp_path), "--source", str(FIXTURE), "--split", "test"]) == 0
+def test_reads_the_2018_file_into_the_named_split(tmp_path, listops_2018_file):
+    source = ["--source", str(listops_2018_file), "--split", "test"]
+    assert main(["listops", "--root", str(tmp_path), *source]) == 0
     test = data_prep.load("listops", "test", root=tmp_path)
-    lines = FIXTURE.read_text().splitlines()[1:]
+    lines = listops_2018_file.read_text().splitlines()[1:]
     assert len(test) == len(lines) == 40
     assert test.labels.tolist() == [int(line.split("\t")[0]) for line in lines]
     assert list(test.meta["counts"]) == ["test"]
@@ -194,3 +193,18 @@ def test_command_line_errors_exit_1_and_write_nothing(tmp_path, capsys):
     assert main(["listops", "--root", str(tmp_path), "--source", str(tmp_path)]) == 1
     assert "found no basic_train.tsv" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tsv"]
+
+
+def test_tsv_files_with_only_their_header_stop_with_the_file_and_write_nothing(tmp_path, capsys):
+    folder = tmp_path / "listops-1000"
+    folder.mkdir()
+    for split in ("train", "val", "test"):
+        (folder / f"basic_{split}.tsv").write_text("Source\tTarget\r\n")
+    root = tmp_path / "data"
+    assert main(["listops", "--root", str(root), "--source", str(folder)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert (
+        lines[-1]
+        == f"data_prep listops: error: {folder / 'basic_train.tsv'} holds no examples after its header"
+    )
+    assert not root.exists() or list(root.iterdir()) == []

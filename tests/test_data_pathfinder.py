@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 from data_prep.pathfinder import read_image
 from data_prep.pathfinder_generator import (
     CONTOUR_LENGTHS,
@@ -77,9 +77,10 @@ def test_reader_reads_text_and_binary_metadata_into_a_seeded_80_10_10_split(tmp_
     for data in splits.values():
         assert data.tokens.shape[1:] == (1024,) and data.tokens.dtype == np.uint8
         assert np.all(data.lengths == 1024)
-        for tokens, label in data:
-            assert expected[tokens.tobytes()] == label  # tokens = pixels row-major, with their label
-            seen.append(tokens.tobytes())
+        for tokens, _, label in data:
+            pixels = tokens.astype(np.uint8).tobytes()
+            assert expected[pixels] == label  # tokens = pixels row-major, with their label
+            seen.append(pixels)
     assert sorted(seen) == sorted(expected)  # every image exactly once
     meta = splits["train"].meta
     assert meta["skipped"] == {"empty_metadata_files": 1, "missing_images": 1}
@@ -397,7 +398,7 @@ def test_generated_set_is_prepared_split_and_loadable(tmp_path):
     assert train.tokens.shape == (32, 1024) and np.all(train.lengths == 1024)
     tokens, labels = generate_range(5, 0, 40, "hard", 32)
     expected = {row.tobytes(): label for row, label in zip(tokens, labels, strict=True)}
-    rows = [(row.tobytes(), label) for data in splits.values() for row, label in data]
+    rows = [(row.astype(np.uint8).tobytes(), label) for data in splits.values() for row, _, label in data]
     assert sorted(rows) == sorted(expected.items())  # every generated image once, with its label
     assert sum(label for _, label in rows) == 20
     meta = train.meta

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import data_prep
-from data_prep.cli import main
+from data_prep.commands import main
 from data_prep.retrieval import read_pairs
 
 # label, id1, id2, text1, text2: quotes are plain text, labels as LRA writes them.

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from torch.utils.data import DataLoader
 
 import data_prep
-from data_prep.storage import (
-    CorruptDataError,
-    DataNotPreparedError,
-    PreparedWriter,
-    prepare_command,
-    token_dtype,
-)
+from data_prep import prepared as prepared_module
+from data_prep.storage import ARRAY_KINDS, CorruptDataError, DataNotPreparedError, PreparedWriter, token_dtype
 
 COMMAND = "python -m data_prep listops --root ROOT --name tiny --num-train 4"
 
@@ -38,8 +36,9 @@ def test_round_trip_with_memory_mapped_arrays(tmp_path):
     write_tiny(tmp_path)
     train = data_prep.load("tiny", "train", root=tmp_path)
     assert len(train) == 4 and isinstance(train.tokens, np.memmap) and train.tokens.dtype == np.uint8
-    tokens, label = train[2]
-    assert tokens.tolist() == [3, 3, 3, 0, 0] and label == 2
+    tokens, length, label = train[2]
+    assert tokens.tolist() == [3, 3, 3, 0, 0] and length == 3 and label == 2
+    assert tokens.dtype == length.dtype == label.dtype == np.int64  # what the harness trains on
     assert train.meta["counts"] == {"train": 4, "val": 2, "test": 2} and train.meta["command"] == COMMAND
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]  # no temporary folder left
 
@@ -91,10 +90,12 @@ def test_rewriting_replaces_the_set(tmp_path):
 def test_missing_set_names_the_command_that_prepares_it(tmp_path):
     with pytest.raises(DataNotPreparedError) as error:
         data_prep.load("listops", "train", root=tmp_path)
-    assert f"python -m data_prep listops --root {tmp_path}" in str(error.value)
+    release, generator = str(error.value).split("Prepare it with: ")[1].split(" or ")
+    assert release == f"python -m data_prep listops --source {tmp_path}/lra_release --root {tmp_path}"
+    assert generator == f"python -m data_prep listops --name listops-generated --root {tmp_path}"
     with pytest.raises(DataNotPreparedError, match="python -m data_prep text --source"):
         data_prep.load("text", "train", root=tmp_path)
-    assert prepare_command("pathfinder-easy", tmp_path).startswith("python -m data_prep pathfinder")
+    assert data_prep.how_to_prepare("pathfinder-easy", tmp_path).startswith("python -m data_prep pathfinder")
 
 
 def test_missing_split_and_broken_meta_are_corrupt_data(tmp_path):
@@ -126,3 +127,47 @@ def test_bad_writer_input_is_a_clear_value_error(tmp_path):
     with pytest.raises(ValueError, match="split must be one of"):
         data_prep.load("x", "dev", root=tmp_path)
     assert token_dtype(256) == np.uint8 and token_dtype(257) == np.uint16
+    with pytest.raises(ValueError, match="would have no train and no test examples: its source holds none"):
+        with PreparedWriter(tmp_path, "empty", meta()) as writer:
+            for split in ("train", "val", "test"):
+                writer.create_split(split, 0, (5,), 16)
+    assert not (tmp_path / "empty").exists()
+
+
+def test_split_pickles_without_its_arrays_and_batches_as_int64_tensors(tmp_path):
+    write_tiny(tmp_path)
+    train = data_prep.PreparedSet("tiny", tmp_path).split("train")
+    payload = pickle.dumps(train)
+    assert len(payload) < 1000  # its location, not its arrays (what a spawned loader worker receives)
+    copy = pickle.loads(payload)
+    for original, restored in zip(train[3], copy[3], strict=True):
+        assert np.array_equal(original, restored)
+    tokens, lengths, labels = next(iter(DataLoader(train, batch_size=4)))
+    assert (tokens.shape, lengths.shape, labels.shape) == ((4, 5), (4,), (4,))
+    assert tokens.dtype == lengths.dtype == labels.dtype == torch.int64
+    assert labels.tolist() == [0, 1, 2, 3] and lengths.tolist() == [3, 3, 3, 3]
+
+
+def test_meta_is_read_once_and_each_split_verified_once(tmp_path, monkeypatch):
+    write_tiny(tmp_path)
+    reads, digests = [], []
+    real_read, real_digest = Path.read_text, prepared_module.file_digest
+
+    def counted_read(path: Path, *args, **kwargs) -> str:
+        reads.append(path.name)
+        return real_read(path, *args, **kwargs)
+
+    def counted_digest(path: Path) -> str:
+        digests.append(path.name)
+        return real_digest(path)
+
+    monkeypatch.setattr(Path, "read_text", counted_read)
+    monkeypatch.setattr(prepared_module, "file_digest", counted_digest)
+    prepared = data_prep.PreparedSet("tiny", tmp_path)
+    for _ in range(3):
+        prepared.split("train")
+    prepared.split("test")
+    assert reads == ["meta.json"]
+    assert sorted(digests) == sorted(
+        f"{split}.{kind}.npy" for split in ("train", "test") for kind in ARRAY_KINDS
+    )

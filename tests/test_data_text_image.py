@@ -1,4 +1,5 @@
-"""Text (IMDB bytes) and Image (CIFAR-10 grayscale) readers, on the real fixtures and on built archives."""
+"""Text (IMDB bytes) and Image (CIFAR-10 grayscale) readers, on format-exact sources (built here, and the
+real public samples where ../shared/fixtures is beside the checkout) and on hand-made corner cases."""
 
 from __future__ import annotations
 
@@ -8,13 +9,9 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
-from conftest import FIXTURES
 
 import data_prep
-from data_prep.cli import main
-
-IMDB = FIXTURES / "aclImdb"
-CIFAR = FIXTURES / "cifar-10-python.tar.gz"
+from data_prep.commands import main
 
 
 def prepare(root: Path, *argv: str) -> dict:
@@ -23,16 +20,17 @@ def prepare(root: Path, *argv: str) -> dict:
     return {split: data_prep.load(name, split, root=root) for split in ("train", "val", "test")}
 
 
-def review_files(split: str) -> list[tuple[Path, int]]:
-    return sorted((IMDB / split).glob("neg/*.txt")) + sorted((IMDB / split).glob("pos/*.txt"))
+def review_files(imdb: Path, split: str) -> list[Path]:
+    return sorted((imdb / split).glob("neg/*.txt")) + sorted((imdb / split).glob("pos/*.txt"))
 
 
 # ---------------------------------------------------------------- text
 
 
-def test_text_tokens_are_bytes_plus_one_truncated_with_non_ascii_kept(tmp_path):
-    splits = prepare(tmp_path, "text", "--source", str(IMDB), "--val-fraction", "0")
-    for split, files in (("train", review_files("train")), ("test", review_files("test"))):
+def test_text_tokens_are_bytes_plus_one_truncated_with_non_ascii_kept(tmp_path, imdb_folder):
+    splits = prepare(tmp_path, "text", "--source", str(imdb_folder), "--val-fraction", "0")
+    for split in ("train", "test"):
+        files = review_files(imdb_folder, split)
         data = splits[split]
         assert len(data) == 6 and data.tokens.shape == (6, 4000)
         assert data.labels.tolist() == [0, 0, 0, 1, 1, 1]
@@ -52,10 +50,11 @@ def test_text_tokens_are_bytes_plus_one_truncated_with_non_ascii_kept(tmp_path):
     assert meta["vocab_size"] == 257 and meta["num_classes"] == 2 and meta["classes"] == ["neg", "pos"]
 
 
-def test_text_validation_split_is_seeded_and_disjoint(tmp_path):
-    first = prepare(tmp_path / "a", "text", "--source", str(IMDB), "--val-fraction", "0.5", "--seq-len", "64")
-    again = prepare(tmp_path / "b", "text", "--source", str(IMDB), "--val-fraction", "0.5", "--seq-len", "64")
-    other = prepare(tmp_path / "c", "text", "--source", str(IMDB), "--val-fraction", "0.5", "--seed", "3")
+def test_text_validation_split_is_seeded_and_disjoint(tmp_path, imdb_folder):
+    source = ["--source", str(imdb_folder), "--val-fraction", "0.5"]
+    first = prepare(tmp_path / "a", "text", *source, "--seq-len", "64")
+    again = prepare(tmp_path / "b", "text", *source, "--seq-len", "64")
+    other = prepare(tmp_path / "c", "text", *source, "--seed", "3")
     assert len(first["train"]) == len(first["val"]) == 3
     rows = {
         split: {bytes(np.asarray(first[split].tokens[i])) for i in range(3)} for split in ("train", "val")
@@ -99,10 +98,10 @@ def test_text_reads_the_archive_and_ignores_unlabelled_files(tmp_path):
     assert [p.name for p in (tmp_path / "data").iterdir()] == ["text"]  # the unpacked copy is gone
 
 
-def test_text_missing_source_is_a_clear_error(tmp_path, capsys):
+def test_text_missing_source_is_a_clear_error(tmp_path, capsys, imdb_folder):
     assert main(["text", "--root", str(tmp_path), "--source", str(tmp_path / "nowhere")]) == 1
     assert "does not exist" in capsys.readouterr().err
-    assert main(["text", "--root", str(tmp_path), "--source", str(FIXTURES / "aclImdb" / "train")]) == 1
+    assert main(["text", "--root", str(tmp_path), "--source", str(imdb_folder / "train")]) == 1
     assert "found no train/pos" in capsys.readouterr().err
 
 
@@ -122,9 +121,9 @@ def read_batches(archive: Path) -> dict[str, dict]:
         }
 
 
-def test_image_from_the_fixture_archive(tmp_path):
-    splits = prepare(tmp_path, "image", "--source", str(CIFAR))
-    batches = read_batches(CIFAR)
+def test_image_from_the_official_archive_layout(tmp_path, cifar_archive):
+    splits = prepare(tmp_path, "image", "--source", str(cifar_archive))
+    batches = read_batches(cifar_archive)
     test = splits["test"]
     assert test.labels[:5].tolist() == [3, 8, 8, 0, 6] and len(test) == 40
     assert test.tokens.shape == (40, 1024) and test.tokens.dtype == np.uint8
@@ -179,3 +178,18 @@ def test_image_rejects_a_batch_without_data(tmp_path, capsys):
             pickle.dump({b"labels": [0]}, handle)
     assert main(["image", "--root", str(tmp_path / "data"), "--source", str(folder)]) == 1
     assert "data_batch_1 is not a CIFAR-10 python batch" in capsys.readouterr().err
+
+
+def test_a_truncated_batch_stops_with_one_line_naming_it_and_writes_nothing(tmp_path, capsys):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    image = np.zeros((2, 3072), dtype=np.uint8)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        write_batch(folder, name, image, [0, 1])
+    damaged = folder / "data_batch_3"
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    root = tmp_path / "data"
+    assert main(["image", "--root", str(root), "--source", str(folder)]) == 1
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]  # after the closed progress bar
+    assert last_line.startswith(f"data_prep image: error: {damaged} is not a readable pickle (truncated")
+    assert not root.exists() or list(root.iterdir()) == []

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import pickle
 import shutil
 from pathlib import Path
 
@@ -18,9 +17,8 @@ from conftest import EASY_SEQ_LEN, EASY_VOCAB, TASKS, compose_config, smoke_over
 from torch import nn
 
 import attention_zoo
-import data_prep
 from attention_zoo import registry
-from lra.data import TokenDataset, choose_prepare_command
+from data_prep.recipes import RECIPES, Build, Recipe
 from lra.train import run
 
 PERF_KEYS = ("perf/step_ms", "perf/samples_per_s", "perf/train_time_s", "perf/peak_rss_mb", "model/params")
@@ -107,6 +105,7 @@ def test_wandb_offline_writes_a_run_folder(data_root, tmp_path, monkeypatch):
     assert wandb.run is None  # finished after the job
 
 
+@pytest.mark.slow  # 200 training steps
 def test_loop_learns_an_easy_task(data_root, tmp_path):
     """2 classes, balanced: the accuracy after a short run must clearly beat the majority class."""
     summary = run_job(
@@ -130,6 +129,10 @@ def test_loop_learns_an_easy_task(data_root, tmp_path):
     assert summary["metrics"]["test/acc"] >= 0.8, summary["metrics"]
 
 
+# the test cores below take no options: drop the standard core's attention_dropout
+NO_OPTIONS = ("~attention.attention_dropout",)
+
+
 class NaNAttention(nn.Module):
     """A core whose output is NaN: the run must stop with status ``nan``."""
 
@@ -142,9 +145,9 @@ class NaNAttention(nn.Module):
 
 def test_nan_loss_stops_the_run(data_root, tmp_path, monkeypatch):
     monkeypatch.setitem(
-        registry._REGISTRY, "nan-test", registry.AttentionSpec("nan-test", NaNAttention, {}, None, None)
+        registry._REGISTRY, "nan-test", registry.AttentionSpec("nan-test", NaNAttention, {}, {}, None, None)
     )
-    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=nan-test")
+    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=nan-test", *NO_OPTIONS)
     assert summary["status"] == "nan"
     assert "step 0" in summary["error"] and "'nan-test'" in summary["error"]
     assert summary["metrics"]["train/steps"] == 0
@@ -180,44 +183,35 @@ def test_missing_download_names_the_prepare_command(tmp_path):
     )
 
 
-def test_missing_listops_is_generated(tmp_path):
-    """A fresh clone: the task's ``prepare`` arguments build the missing set with data_prep's generator."""
-    absent_release = f"[listops,--source,{tmp_path / 'lra_release'}]"
-    sizes = "--num-train,40,--num-val,8,--num-test,8,--min-length,5,--max-length,33,--seq-len,32"
-    generator = f"[listops,--name,listops-tiny,{sizes}]"
-    prepare = f"[{absent_release},{generator}]"
-    summary = run_job(
-        tmp_path / "data",
-        tmp_path / "out",
-        "listops",
-        "standard",
-        "task.dataset=listops-tiny",
-        f"task.prepare={prepare}",
+def test_missing_listops_is_generated(tmp_path, monkeypatch):
+    """A fresh clone: the recipe of the task's dataset builds the missing set with data_prep's generator
+    (its release build does not apply: no release is unpacked)."""
+    sizes = (
+        "--num-train",
+        "40",
+        "--num-val",
+        "8",
+        "--num-test",
+        "8",
+        "--min-length",
+        "5",
+        "--max-length",
+        "33",
     )
+    recipe = Recipe(
+        (
+            Build(
+                "listops-tiny-release", ("listops", "--source", "{root}/lra_release"), source="lra_release"
+            ),
+            Build("listops-tiny", ("listops", "--name", "listops-tiny", *sizes, "--seq-len", "32")),
+        )
+    )
+    monkeypatch.setitem(RECIPES, "listops-tiny", recipe)
+    summary = run_job(tmp_path / "data", tmp_path / "out", "listops", "standard", "task.dataset=listops-tiny")
     assert summary["status"] == "completed", summary["error"]
     meta = json.loads((tmp_path / "data" / "listops-tiny" / "meta.json").read_text())
     assert (meta["counts"], meta["seq_len"]) == ({"train": 40, "val": 8, "test": 8}, 32)
-
-
-def test_dataset_pickles_without_its_arrays(data_root):
-    dataset = TokenDataset(data_prep.load("retrieval", "train", data_root))
-    payload = pickle.dumps(dataset)
-    assert len(payload) < 1000
-    copy = pickle.loads(payload)
-    for original, restored in zip(dataset[3], copy[3], strict=True):
-        assert torch.equal(original, restored)
-    tokens, length, label = dataset[3]
-    assert (tokens.shape, length.shape) == ((2, 32), (2,))
-    assert tokens.dtype == length.dtype == label.dtype == torch.int64
-
-
-def test_prepare_prefers_an_unpacked_release(tmp_path):
-    release = tmp_path / "lra_release"
-    alternatives = [["pathfinder", "--source", str(release)], ["pathfinder", "--generate"]]
-    assert choose_prepare_command(alternatives) == ["pathfinder", "--generate"]
-    release.mkdir()
-    assert choose_prepare_command(alternatives) == ["pathfinder", "--source", str(release)]
-    assert choose_prepare_command([["text", "--source", str(tmp_path / "aclImdb")]]) is None
+    assert summary["data"]["set"] == "listops-tiny" and summary["data"]["source"] == "generator"
 
 
 def test_val_from_test_validates_on_the_test_split(data_root, tmp_path):
@@ -234,9 +228,9 @@ def test_unexpected_error_keeps_its_traceback(data_root, tmp_path, monkeypatch):
 
     monkeypatch.setattr(NaNAttention, "forward", broken)
     monkeypatch.setitem(
-        registry._REGISTRY, "broken", registry.AttentionSpec("broken", NaNAttention, {}, None, None)
+        registry._REGISTRY, "broken", registry.AttentionSpec("broken", NaNAttention, {}, {}, None, None)
     )
-    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=broken")
+    summary = run_job(data_root, tmp_path, "listops", "standard", "attention.name=broken", *NO_OPTIONS)
     assert summary["status"] == "failed" and summary["error"].startswith("RuntimeError: core exploded")
     assert "core exploded" in (tmp_path / "traceback.txt").read_text()
 

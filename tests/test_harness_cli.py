@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import TINY_SEQ_LEN, tiny_data_overrides
+
+pytestmark = pytest.mark.slow  # each test starts python -m lra in a subprocess
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,8 +29,8 @@ def lra_command(args: list[str], cwd: Path = REPO, timeout: int = 240) -> subpro
 
 
 def tiny(data_root: Path, *extra: str) -> list[str]:
-    """A smoke run on the tiny data of conftest.py."""
-    return ["trainer=smoke", *tiny_data_overrides(data_root), *extra]
+    """A fast dev run on the tiny data of conftest.py."""
+    return tiny_data_overrides(data_root, *extra)
 
 
 def test_single_run_writes_its_folder_and_prints_the_table(data_root, tmp_path):
@@ -63,7 +66,7 @@ def test_bad_option_exits_with_one_clear_line(data_root, tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "lra: failed: attention.num_landmarks=0 is invalid: it must be a positive integer"
+        "lra: failed: attention 'nystrom': num_landmarks must be an integer >= 1, got 0"
     )
     assert "Traceback" not in result.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["status"] == "failed"

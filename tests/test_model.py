@@ -1,4 +1,4 @@
-"""The shared encoder (lra.model.LRAClassifier) as DESIGN.md § The encoder describes it."""
+"""The shared encoder (lra.model.LRAClassifier) as docs/design.md § The encoder describes it."""
 
 from __future__ import annotations
 
@@ -17,9 +17,7 @@ def make_model(
     attention: str = "standard", *, dual: bool = False, num_classes: int = 3, **options
 ) -> LRAClassifier:
     torch.manual_seed(0)
-    factory = partial(
-        attention_zoo.build_attention, attention, head_dim=16, num_heads=2, seq_len=SEQ, **options
-    )
+    factory = partial(attention_zoo.build_attention, attention, **options)
     return LRAClassifier(
         vocab_size=20, num_classes=num_classes, seq_len=SEQ, attention=factory, dim=32, dual=dual
     ).eval()
@@ -41,7 +39,7 @@ def test_logits_shape_and_paper_sizes():
         vocab_size=20,
         num_classes=10,
         seq_len=SEQ,
-        attention=partial(attention_zoo.build_attention, "standard", head_dim=32, num_heads=2, seq_len=SEQ),
+        attention=partial(attention_zoo.build_attention, "standard"),
     )
     assert len(model.encoder.blocks) == 2
     assert model.encoder.token_embedding.embedding_dim == 64
@@ -51,16 +49,24 @@ def test_logits_shape_and_paper_sizes():
     assert logits.shape == (3, 10)
 
 
-def test_each_layer_gets_its_own_core():
+def test_each_layer_gets_its_own_core_built_with_the_model_shapes():
     calls = []
 
-    def factory():
-        calls.append(1)
-        return attention_zoo.build_attention("standard", head_dim=16, num_heads=2, seq_len=SEQ)
+    def factory(**shapes):
+        calls.append(shapes)
+        return attention_zoo.build_attention("standard", **shapes)
 
-    model = LRAClassifier(vocab_size=20, num_classes=2, seq_len=SEQ, attention=factory, dim=32, depth=3)
+    model = LRAClassifier(
+        vocab_size=20, num_classes=2, seq_len=SEQ, attention=factory, dim=48, num_heads=3, depth=3
+    )
     cores = [block.attention.core for block in model.encoder.blocks]
     assert len(calls) == 3 and len({id(core) for core in cores}) == 3
+    assert calls == [{"head_dim": 16, "num_heads": 3, "seq_len": SEQ}] * 3
+
+
+def test_dim_not_divisible_by_heads_is_an_error():
+    with pytest.raises(ValueError, match="model.dim=50 must be a multiple of model.num_heads=3"):
+        LRAClassifier(vocab_size=20, num_classes=2, seq_len=SEQ, attention=None, dim=50, num_heads=3)
 
 
 @pytest.mark.parametrize("attention", ["standard", "nystrom"])
@@ -131,3 +137,15 @@ def test_wrong_token_layout_is_a_clear_error():
         make_model(dual=True)(random_tokens(2, [3, 4]), torch.tensor([3, 4]))
     with pytest.raises(ValueError, match="seq <= 24"):
         make_model()(torch.ones(1, SEQ + 1, dtype=torch.long), torch.tensor([SEQ + 1]))
+
+
+def test_embeddings_start_as_both_papers_code_normal_with_std_002():
+    model = LRAClassifier(
+        vocab_size=300,
+        num_classes=2,
+        seq_len=512,
+        attention=partial(attention_zoo.build_attention, "standard"),
+    )
+    for embedding in (model.encoder.token_embedding, model.encoder.position_embedding):
+        weights = embedding.weight.detach()
+        assert abs(weights.mean().item()) < 2e-3 and 0.019 < weights.std().item() < 0.021

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from lra import report
-from lra.reference import ACCURACY
+from lra.published import ACCURACY
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DEFAULT_PROTOCOL = {"schedule": "warmup_linear", "clip": "norm", "clip_value": 1.0, "select_after": 0.0}
+SKYFORMER_PROTOCOL = {"schedule": "one_cycle", "clip": "value", "clip_value": 1.0, "select_after": 0.2}
 
 
 def write_summary(
@@ -25,6 +27,8 @@ def write_summary(
     train_time_s: float = 3600.0,
     finished: str = "2025-01-01T10:00:00",
     config: dict | None = None,
+    protocol: dict | None = None,
+    data: dict | None = None,
 ) -> None:
     metrics = {"perf/train_time_s": train_time_s, "perf/peak_rss_mb": 2048.0, "train/steps": 100}
     if acc is not None:
@@ -40,6 +44,8 @@ def write_summary(
         "device": "cpu (test)",
         "started": "2025-01-01T09:00:00",
         "finished": finished,
+        "protocol": protocol or DEFAULT_PROTOCOL,
+        "data": data,
     }
     run_dir = folder / f"{task}-{attention}-s{seed}-{finished}"
     run_dir.mkdir(parents=True)
@@ -167,3 +173,46 @@ def test_runs_on_another_prepared_set_get_their_own_row(tmp_path: Path):
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom (dataset=listops-demo)")[0] == "50.00 (1)"
     assert table_row(text, "nystrom")[0] == "30.00 (1)"
+
+
+def test_runs_trained_under_other_protocols_get_their_own_rows_and_the_header_says_so(tmp_path: Path):
+    write_summary(tmp_path, "listops", "nystrom", 0, 0.30)
+    write_summary(tmp_path, "listops", "nystrom", 1, 0.40, finished="2025-01-02T10:00:00")
+    write_summary(tmp_path, "listops", "nystrom", 0, 0.50, protocol=SKYFORMER_PROTOCOL, finished="2025-01-03")
+    out = tmp_path / "results"
+    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    text = (out / "lra_table.md").read_text()
+    assert "training protocols differ between these runs" in text
+    assert "  - one_cycle, clip value 1.0, best after 20%: 1 run(s)" in text
+    assert "  - warmup_linear, clip norm 1.0, best of all evaluations: 2 run(s)" in text
+    assert table_row(text, "nystrom [one_cycle, clip value 1.0, best after 20%]")[0] == "50.00 (1)"
+    assert (
+        table_row(text, "nystrom [warmup_linear, clip norm 1.0, best of all evaluations]")[0]
+        == "35.00 ± 7.07 (2)"
+    )
+
+
+def test_one_protocol_is_named_in_the_header(runs: Path, tmp_path: Path):
+    assert report.main(["--runs", str(runs), "--out", str(tmp_path / "results")]) == 0
+    text = (tmp_path / "results" / "lra_table.md").read_text()
+    assert "- training protocol: warmup_linear, clip norm 1.0, best of all evaluations" in text
+
+
+def test_generated_data_gets_its_own_marked_row_and_no_lra_average(tmp_path: Path):
+    release = {"dataset": "listops", "set": "listops", "source": "/data/lra_release/listops-1000"}
+    generated = {"dataset": "listops", "set": "listops-generated", "source": "generator"}
+    config = {"attention": {"name": "nystrom"}, "task": {"name": "listops", "dataset": "listops"}}
+    write_summary(tmp_path, "listops", "nystrom", 0, 0.38, config=config, data=release)
+    write_summary(
+        tmp_path, "listops", "nystrom", 1, 0.60, config=config, data=generated, finished="2025-01-02"
+    )
+    for task in ("text", "retrieval", "image", "pathfinder"):
+        write_summary(tmp_path, task, "nystrom", 0, 0.50)
+    out = tmp_path / "results"
+    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    text = (out / "lra_table.md").read_text()
+    assert table_row(text, "nystrom")[0] == "38.00 (1)"  # the release run alone, averaged over five tasks
+    assert table_row(text, "nystrom")[-1] == f"{(38 + 4 * 50) / 5:.2f}"
+    marked = table_row(text, "nystrom (dataset=listops-generated, generated data)")
+    assert marked[0] == "60.00 (1)" and marked[-1] == "none: not the LRA data"
+    assert "not comparable with the published numbers" in text

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_SEQ_LEN, compose_config, smoke_overrides
+from conftest import compose_config, smoke_overrides, tiny_data_overrides
 from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
@@ -44,17 +44,11 @@ def signal_at(step: int, name: str, marker: Path) -> list[str]:
 
 
 def short_run(data_root: Path, *extra: str) -> list[str]:
-    """A 12-step ListOps run on the tiny data, evaluated every 4 steps, one thread, no loader processes."""
+    """12 ListOps steps on the tiny data (a longer fast dev run), evaluated every 4 steps, W&B and CSV."""
     return [
-        "trainer=smoke",
-        f"trainer.max_steps={MAX_STEPS}",
-        f"task.eval_every={EVAL_EVERY}",
-        f"data_root={data_root}",
-        f"task.seq_len={TINY_SEQ_LEN}",
-        "task.batch_size=8",
         "attention=standard",
-        "num_workers=0",
-        "threads=1",
+        *tiny_data_overrides(data_root, "logger=wandb", f"trainer.max_steps={MAX_STEPS}"),
+        f"task.eval_every={EVAL_EVERY}",
         *extra,
     ]
 
@@ -100,6 +94,7 @@ def assert_finished_as_one_run(run_dir: Path) -> dict:
     return summary
 
 
+@pytest.mark.slow  # python -m lra in subprocesses, signalled mid-run
 def test_sigterm_saves_the_state_and_resume_auto_continues_the_same_run(data_root, tmp_path):
     args = short_run(data_root, "logger=wandb", *signal_at(SIGNAL_STEP, "SIGTERM", tmp_path / "sent"))
     stopped = lra(args, tmp_path)
@@ -126,6 +121,7 @@ def test_sigterm_saves_the_state_and_resume_auto_continues_the_same_run(data_roo
     assert len(wandb_runs) == 2 and all(name.endswith(f"-{run_id}") for name in wandb_runs)
 
 
+@pytest.mark.slow  # python -m lra in subprocesses, signalled mid-run
 def test_sigkill_resumes_from_the_last_evaluation(data_root, tmp_path):
     args = short_run(data_root, "logger=csv", *signal_at(SIGNAL_STEP, "SIGKILL", tmp_path / "sent"))
     killed = lra(args, tmp_path)
@@ -144,7 +140,7 @@ def test_sigkill_resumes_from_the_last_evaluation(data_root, tmp_path):
 
 def in_process(data_root: Path, *extra: str, attention: str = "standard", max_steps: int = MAX_STEPS):
     """The config of ``short_run`` for ``lra.train.run`` in this process (CSV logger only)."""
-    steps = [f"trainer.max_steps={max_steps}", f"task.eval_every={EVAL_EVERY}", "threads=1"]
+    steps = [f"trainer.max_steps={max_steps}", f"task.eval_every={EVAL_EVERY}"]
     return compose_config(smoke_overrides(data_root, "listops", attention, *steps, *extra))
 
 

@@ -1,54 +1,10 @@
-"""Benchmarks of the attention zoo: ``python -m lra.bench efficiency|fidelity``.
+"""Benchmarks of the attention zoo and the harness: ``python -m lra.bench efficiency|fidelity|train-speed``.
 
-``efficiency`` times forward+backward and measures peak memory of one attention layer and of the
-whole encoder against sequence length; ``fidelity`` measures how far each approximate core's output
-is from its exact counterpart's. Both write ``results/<benchmark>_<device>.{csv,md,png}``.
-This module holds what both need: the machine's description and markdown tables.
+Each benchmark is a command-line module (``efficiency``, ``fidelity``, ``train_speed``) beside modules
+of one job each: what it measures (``*_workloads``, ``*_measure``, ``fidelity_checkpoint``,
+``train_step``) and the files it writes (``*_output``). Shared by them: ``timing`` (median step time
+and peak memory on CPU or CUDA), ``isolation`` (one configuration per fresh subprocess, with a
+timeout and a memory limit), ``writers`` (CSV and figures) and ``baselines`` (the naive softmax
+core). Every benchmark writes ``results/<benchmark>_<device>.*`` with the machine and the command that
+reruns it (``lra.provenance``).
 """
-
-from __future__ import annotations
-
-import os
-import platform
-import shlex
-from collections.abc import Sequence
-from datetime import datetime, timezone
-from pathlib import Path
-
-import torch
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo, or the platform's processor string elsewhere."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
-
-
-def machine_description(device: torch.device) -> list[str]:
-    """Markdown bullet lines that say where and when a measurement was taken."""
-    gpu = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
-    return [
-        f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores (torch's default threads: "
-        f"{torch.get_num_threads()})",
-        f"- torch {torch.__version__}, Python {platform.python_version()}, {platform.system()} "
-        f"{platform.release()}",
-        f"- device: {device}{gpu}",
-        f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- load average (1/5/15 min) at the start: {' / '.join(f'{load:.1f}' for load in os.getloadavg())}",
-    ]
-
-
-def command_line(module: str, argv: Sequence[str]) -> str:
-    """The exact command that reruns ``python -m module`` with ``argv``."""
-    return shlex.join(["python", "-m", module, *argv])
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A GitHub markdown table; every cell is formatted with ``str``."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)

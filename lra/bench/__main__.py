@@ -1,4 +1,4 @@
-"""``python -m lra.bench efficiency|fidelity [options]``: see each sub-command's ``--help``."""
+"""``python -m lra.bench efficiency|fidelity|train-speed [options]``: see each sub-command's ``--help``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lra.bench import efficiency, fidelity
+from lra.bench import efficiency, fidelity, train_speed
 
 # sub-command -> (help, configure(parser) -> run(args, argv))
 COMMANDS = {
@@ -14,6 +14,10 @@ COMMANDS = {
     "fidelity": (
         "relative spectral-norm error of approximate attentions against exact ones",
         fidelity.configure,
+    ),
+    "train-speed": (
+        "median full training step per task × attention, projected to a run, beside Skyformer Table 2",
+        train_speed.configure,
     ),
 }
 

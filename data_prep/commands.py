@@ -1,4 +1,5 @@
-"""Command-line entry of data_prep: one sub-command per task, registered by the task's module.
+"""``python -m data_prep``: one sub-command per task, each registered by the task's module, and the
+rebuild command that every prepared set records in its meta.json.
 
 A task module declares its sub-command with ``@command("name", help=...)`` on a function that
 adds its arguments to an ``argparse`` parser and returns the function that runs it::
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,3 +89,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"data_prep {args.command}: error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def rebuild_command(command: str, args: argparse.Namespace, options: Sequence[str]) -> str:
+    """``python -m data_prep COMMAND --root ROOT --option value ...`` for the ``options`` (argparse dests).
+
+    An option whose value is None or False is left out, True gives the bare flag, and a list
+    repeats the flag once per item.
+    """
+    parts = ["python", "-m", "data_prep", command, "--root", str(args.root)]
+    for dest in options:
+        value = getattr(args, dest)
+        flag = "--" + dest.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, list):
+            for item in value:
+                parts += [flag, str(item)]
+        else:
+            parts += [flag, str(value)]
+    return shlex.join(parts)

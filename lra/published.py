@@ -1,4 +1,4 @@
-"""Published numbers the report puts beside ours (DESIGN.md § Reference numbers, transcribed as given).
+"""Numbers published by the LRA, Nyströmformer and Skyformer papers, put beside ours by the report.
 
 Accuracies are percentages in the task order of ``TASKS`` (the Skyformer paper's own order, Text,
 ListOps, Retrieval, Pathfinder, Image, is re-ordered here); rows are keyed by our registry names.

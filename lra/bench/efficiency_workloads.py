@@ -1,0 +1,92 @@
+"""The efficiency benchmark's configurations and the forward+backward step each one runs.
+
+Two workloads (``scope``): ``layer`` = one ``MultiHeadSelfAttention(dim, heads, core)`` on
+(batch, n, dim) inputs; ``encoder`` = the whole ``lra.model.LRAClassifier`` on (batch, n) tokens with
+a cross-entropy loss. ``primed_step`` first runs one step of the same workload at ``PRIME_SEQ_LEN``
+tokens, so that one-time costs (kernel code paged in on first use, thread pools, allocator arenas,
+library workspaces) are paid before the memory probe starts and do not count as the configuration's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+
+import attention_zoo
+from lra.bench.baselines import build_core
+from lra.bench.timing import Step
+
+ENCODER_VOCAB, ENCODER_CLASSES = 257, 10  # byte tokens + pad, as the Text task
+PRIME_SEQ_LEN = 64
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One measured configuration."""
+
+    attention: str
+    seq_len: int
+    batch: int = 1
+    scope: str = "layer"
+    dim: int = 64
+    heads: int = 2
+    warmup: int = 1
+    repeats: int = 5
+    device: str = "cpu"
+    threads: int | None = None
+    time_budget_s: float | None = None
+
+
+def layer_step(config: BenchConfig, device: torch.device) -> Step:
+    """One attention layer: x (batch, n, dim) -> MultiHeadSelfAttention -> sum -> backward."""
+    core = build_core(config.attention, config.dim // config.heads, config.heads, config.seq_len)
+    layer = attention_zoo.MultiHeadSelfAttention(config.dim, config.heads, core).to(device)
+    x = torch.randn(config.batch, config.seq_len, config.dim, device=device, requires_grad=True)
+
+    def step() -> None:
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        layer(x).sum().backward()
+
+    return step
+
+
+def encoder_step(config: BenchConfig, device: torch.device) -> Step:
+    """The whole encoder: tokens (batch, n) -> LRAClassifier -> cross-entropy -> backward."""
+    from lra.model import LRAClassifier
+
+    model = LRAClassifier(
+        vocab_size=ENCODER_VOCAB,
+        num_classes=ENCODER_CLASSES,
+        seq_len=config.seq_len,
+        attention=partial(build_core, config.attention),
+        dim=config.dim,
+        num_heads=config.heads,
+    ).to(device)
+    tokens = torch.randint(1, ENCODER_VOCAB, (config.batch, config.seq_len), device=device)
+    lengths = torch.full((config.batch,), config.seq_len, device=device)
+    labels = torch.randint(0, ENCODER_CLASSES, (config.batch,), device=device)
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(tokens, lengths), labels).backward()
+
+    return step
+
+
+WORKLOADS: dict[str, Callable[[BenchConfig, torch.device], Step]] = {
+    "layer": layer_step,
+    "encoder": encoder_step,
+}
+
+
+def primed_step(config: BenchConfig, device: torch.device) -> Step:
+    """The step of ``config`` (seeded), built after one step of its workload at ``PRIME_SEQ_LEN`` tokens."""
+    torch.manual_seed(0)
+    build = WORKLOADS[config.scope]
+    build(replace(config, seq_len=min(config.seq_len, PRIME_SEQ_LEN)), device)()
+    return build(config, device)

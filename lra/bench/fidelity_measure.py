@@ -1,0 +1,128 @@
+"""Measuring the fidelity benchmark: the relative spectral-norm error of each approximate core against
+its exact counterpart, over budgets and lengths.
+
+For every core whose registry entry names the exact attention it ``approximates``, the error of one
+(batch, head) output matrix is ‖Â − A‖₂ / ‖A‖₂ (Â = approximate core(q, k, v), A = exact core(q, k, v),
+both (seq_len, head_dim)), reported as mean and standard deviation over every (input, batch, head,
+seed) matrix, against the core's ``budget_option`` (landmarks, random features) and the length.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+import attention_zoo
+
+QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # each (batch, heads, seq, head_dim)
+Trial = tuple[QKV, list[int]]  # inputs and the seeds of the cores' own randomness to run them under
+
+
+@dataclass(frozen=True)
+class FidelityRow:
+    """One CSV row: the error of ``attention`` at ``budget`` on inputs of ``seq_len`` from ``source``."""
+
+    attention: str
+    exact: str
+    budget_option: str
+    budget: int | None
+    seq_len: int
+    source: str
+    error_mean: float
+    error_std: float
+    samples: int
+
+
+def relative_spectral_error(approx: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """‖Â − A‖₂ / ‖A‖₂ per matrix: (batch, heads, seq, head_dim) pair -> (batch, heads)."""
+    difference = torch.linalg.matrix_norm((approx - exact).double(), ord=2)
+    return difference / torch.linalg.matrix_norm(exact.double(), ord=2)
+
+
+def trainable_parameters(name: str, options: dict[str, object], head_dim: int, num_heads: int) -> int:
+    core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=num_heads, seq_len=64, **options)
+    return sum(p.numel() for p in core.parameters() if p.requires_grad)
+
+
+def measured_cores(
+    overrides: dict[str, dict[str, object]], head_dim: int, num_heads: int
+) -> tuple[list[str], list[str]]:
+    """(approximate cores to measure, notes on the approximate cores left out and why)."""
+    measured, left_out = [], []
+    for name in attention_zoo.available():
+        if attention_zoo.spec(name).approximates is None:
+            continue
+        count = trainable_parameters(name, overrides.get(name, {}), head_dim, num_heads)
+        if count:
+            left_out.append(
+                f"`{name}`: {count} trainable parameters at seq_len 64 (learned, not a fixed approximation)"
+            )
+        else:
+            measured.append(name)
+    return measured, left_out
+
+
+def errors_on(name: str, options: dict[str, object], trials: Sequence[Trial]) -> torch.Tensor:
+    """Relative errors of ``name`` against its exact counterpart, flat over trials, seeds, batch, heads."""
+    exact_name = attention_zoo.spec(name).approximates
+    errors = []
+    for (q, k, v), seeds in trials:
+        batch, heads, seq, head_dim = q.shape
+        exact = attention_zoo.build_attention(exact_name, head_dim=head_dim, num_heads=heads, seq_len=seq)
+        reference = exact.eval()(q, k, v, None)
+        for seed in seeds:
+            torch.manual_seed(seed)  # cores that draw features or landmarks draw them from this seed
+            core = attention_zoo.build_attention(
+                name, head_dim=head_dim, num_heads=heads, seq_len=seq, **options
+            )
+            errors.append(relative_spectral_error(core.eval()(q, k, v, None), reference).flatten())
+    return torch.cat(errors)
+
+
+def random_trials(seq_len: int, batch: int, heads: int, head_dim: int, seeds: Sequence[int]) -> list[Trial]:
+    """Per seed, standard normal (q, k, v), each (batch, heads, seq_len, head_dim), run under that seed."""
+    trials = []
+    for seed in seeds:
+        generator = torch.Generator().manual_seed(seed)
+        q, k, v = (torch.randn(batch, heads, seq_len, head_dim, generator=generator) for _ in range(3))
+        trials.append(((q, k, v), [seed]))
+    return trials
+
+
+def sweep(
+    names: Sequence[str],
+    overrides: dict[str, dict[str, object]],
+    lengths: Sequence[int],
+    budgets: Sequence[int],
+    trials_for: Callable[[int], list[Trial]],
+    source: str,
+) -> list[FidelityRow]:
+    """Every (core, budget <= length, length) on the trials ``trials_for(length)``; prints each row."""
+    rows = []
+    for seq_len in lengths:
+        trials = trials_for(seq_len)
+        if not trials:
+            print(f"[{source}] n={seq_len}: no input this long, left out", flush=True)
+            continue
+        for name in names:
+            entry = attention_zoo.spec(name)
+            option = entry.budget_option
+            for budget in [b for b in budgets if b <= seq_len] if option else [None]:
+                options = {**overrides.get(name, {}), **({option: budget} if option else {})}
+                with torch.no_grad():
+                    errors = errors_on(name, options, trials)
+                std = statistics.stdev(errors.tolist()) if errors.numel() > 1 else 0.0
+                row = FidelityRow(
+                    name, entry.approximates, option or "", budget, seq_len, source,
+                    errors.mean().item(), std, errors.numel(),
+                )  # fmt: skip
+                rows.append(row)
+                print(
+                    f"[{source}] {name:10} vs {row.exact:10} n={seq_len:5} {option or 'defaults'}="
+                    f"{budget or '-'}: {row.error_mean:.4f} ± {row.error_std:.4f} ({row.samples})",
+                    flush=True,
+                )
+    return rows

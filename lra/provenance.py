@@ -1,0 +1,56 @@
+"""Where, when and how a figure was measured: the machine, the command that reruns it, markdown tables.
+
+Imported by ``lra.report`` and the benchmarks of ``lra.bench``; torch is imported only by
+``machine_description``, so the report never loads it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, or the platform's processor string elsewhere."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def machine_description(device: torch.device) -> list[str]:
+    """Markdown bullet lines that say where and when a measurement on ``device`` was taken."""
+    import torch
+
+    gpu = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    return [
+        f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores (torch's default threads: "
+        f"{torch.get_num_threads()})",
+        f"- torch {torch.__version__}, Python {platform.python_version()}, {platform.system()} "
+        f"{platform.release()}",
+        f"- device: {device}{gpu}",
+        f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- load average (1/5/15 min) at the start: {' / '.join(f'{load:.1f}' for load in os.getloadavg())}",
+    ]
+
+
+def rerun_command(module: str, argv: Sequence[str]) -> str:
+    """The exact command that reruns ``python -m module`` with ``argv``."""
+    return shlex.join(["python", "-m", module, *argv])
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub markdown table; every cell is formatted with ``str``."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

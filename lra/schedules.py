@@ -1,0 +1,47 @@
+"""Learning-rate schedules, by the name ``protocol.schedule`` gives them; each is stepped after every
+optimizer step.
+
+- ``warmup_linear`` (the task default): the learning rate rises linearly over the first ``warmup``
+  steps, ``lr · (s + 1) / warmup``, then falls linearly to 0 at ``total`` steps.
+- ``one_cycle`` (the Skyformer and Nyströmformer authors' code): torch's ``OneCycleLR`` with
+  ``max_lr = lr``, ``pct_start = warmup / total``, linear annealing and its other defaults: from
+  ``lr / 25`` up to ``lr`` at step ``warmup``, then down to ``lr / (25 · 10⁴)`` at ``total``; with
+  ``cycle_momentum`` it also moves AdamW's β₁ from 0.95 down to 0.85 at the peak and back to 0.95.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
+
+ScheduleBuilder = Callable[[Optimizer, float, int, int], LRScheduler]
+
+
+def warmup_linear(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total`` (factor of ``lr``)."""
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return LambdaLR(optimizer, factor)
+
+
+def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """``OneCycleLR`` as the authors configure it (see the module docstring); needs ``warmup <= total``."""
+    return OneCycleLR(
+        optimizer, max_lr=lr, total_steps=total, pct_start=warmup / total, anneal_strategy="linear"
+    )
+
+
+SCHEDULES: dict[str, ScheduleBuilder] = {"warmup_linear": warmup_linear, "one_cycle": one_cycle}
+
+
+def build_schedule(name: str, optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """The schedule ``name`` over ``optimizer``; a ``ValueError`` listing the valid names if unknown."""
+    if name not in SCHEDULES:
+        raise ValueError(f"unknown schedule {name!r}; valid schedules: {', '.join(SCHEDULES)}")
+    return SCHEDULES[name](optimizer, lr, warmup, total)

@@ -1,0 +1,101 @@
+"""Every core on a CUDA GPU: forward and backward under bf16 autocast, and the exact cores on a fused
+``scaled_dot_product_attention`` backend (flash or memory-efficient) matching the math backend.
+
+Marked ``cuda``: without a GPU every test here is skipped with the reason (tests/conftest.py).
+Which fused kernel serves which call: ``standard`` under bf16 autocast without a mask → flash,
+with a padding bias → memory-efficient (flash takes no mask); ``kernelized`` runs in float32 with
+q, k, v padded to 36 features (head_dim 32 + 2, rounded up to a multiple of 4) → memory-efficient
+(flash has no float32 kernel; memory-efficient wants float32 head sizes in multiples of 4).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import attention_zoo
+
+pytestmark = pytest.mark.cuda
+
+HEADS, HEAD_DIM, SEQ = 2, 32, 256
+FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+
+
+def make_inputs(lengths: list[int] | None, seq: int = SEQ, seed: int = 0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    batch = 2 if lengths is None else len(lengths)
+    q, k, v = (
+        torch.randn(batch, HEADS, seq, HEAD_DIM, device="cuda", generator=gen).requires_grad_(True)
+        for _ in range(3)
+    )
+    mask = (
+        None
+        if lengths is None
+        else torch.arange(seq, device="cuda")[None, :] < torch.tensor(lengths, device="cuda")[:, None]
+    )
+    return q, k, v, mask
+
+
+def build(name: str, seq: int = SEQ, **options):
+    torch.manual_seed(0)
+    core = attention_zoo.build_attention(name, head_dim=HEAD_DIM, num_heads=HEADS, seq_len=seq, **options)
+    return core.to("cuda").eval()
+
+
+@pytest.mark.parametrize("name", attention_zoo.available())
+def test_forward_and_backward_under_bf16_autocast(name):
+    q, k, v, mask = make_inputs([SEQ, 97])
+    torch.manual_seed(1)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = build(name)(q, k, v, mask)
+    assert out.shape == q.shape and torch.isfinite(out.float()).all()
+    (out.float() * mask[:, None, :, None]).square().sum().backward()
+    for label, t in (("q", q), ("k", k), ("v", v)):
+        assert t.grad is not None and torch.isfinite(t.grad).all(), f"{name}: gradient on {label}"
+        assert t.grad.abs().sum() > 0, f"{name}: zero gradient on {label}"
+
+
+def run_on(backends: list[SDPBackend], name: str, lengths: list[int] | None, autocast: bool):
+    """Output and input gradients of ``name`` with SDPA restricted to ``backends``."""
+    q, k, v, mask = make_inputs(lengths)
+    with sdpa_kernel(backends):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            out = build(name)(q, k, v, mask)
+        out.float().square().sum().backward()  # outside autocast, as torch recommends
+    return [t.float() for t in (out, q.grad, k.grad, v.grad)]
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
+@pytest.mark.parametrize("lengths", [None, [SEQ, 61]], ids=["no-mask", "padded"])
+@pytest.mark.parametrize("name", ["standard", "kernelized"])
+def test_exact_cores_run_on_a_fused_backend_and_match_the_math_backend(name, lengths, autocast):
+    fused = run_on(FUSED, name, lengths, autocast)  # raises "No available kernel" if neither accepts it
+    math = run_on([SDPBackend.MATH], name, lengths, autocast)
+    bf16 = autocast and name == "standard"  # kernelized computes in float32 under autocast
+    tolerance = {"atol": 2e-2, "rtol": 2e-2} if bf16 else {"atol": 1e-4, "rtol": 1e-4}
+    for label, a, b in zip(("out", "dq", "dk", "dv"), fused, math, strict=True):
+        torch.testing.assert_close(a, b, **tolerance, msg=lambda text, label=label: f"{label}: {text}")
+
+
+@pytest.mark.parametrize("name", ["standard", "kernelized"])
+def test_attention_dropout_in_training_runs_on_a_fused_backend(name):
+    q, k, v, mask = make_inputs([SEQ, 61])
+    core = build(name, attention_dropout=0.1).train()
+    with sdpa_kernel(FUSED):
+        out = core(q, k, v, mask)
+        out.square().sum().backward()
+    assert torch.isfinite(out).all() and all(torch.isfinite(t.grad).all() for t in (q, k, v))
+
+
+def test_kernelized_memory_is_linear_in_the_length():
+    """n = 16384: the (n × n) float32 kernel of one head alone would take 1 GiB."""
+    q, k, v, mask = make_inputs([16384], seq=16384)
+    core = build("kernelized", seq=16384)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = torch.cuda.memory_allocated()
+    with sdpa_kernel(FUSED):
+        core(q, k, v, mask).sum().backward()
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - start < 256 * 2**20
