@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from data_prep.cli import command
+from data_prep.commands import command
 from data_prep.pathfinder_generator import (
     CONTOUR_LENGTHS,
     check_options,

@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from source_samples import PATHFINDER_HARD as DIFFICULTY
+from source_samples import write_pathfinder_release as build_release
+from source_samples import write_png
 
 import data_prep
 from data_prep.commands import main
@@ -26,38 +29,6 @@ from data_prep.pathfinder_layout import FREE
 from data_prep.pathfinder_settings import PRESETS, settings_for
 from data_prep.pathfinder_snakes import CROWDED
 from data_prep.pathfinder_stats import count_components, distance_accuracy
-
-DIFFICULTY = "curv_contour_length_14"
-
-
-def write_png(path: Path, pixels: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(pixels).save(path)  # uint8 (H, W): 8-bit grayscale
-
-
-def build_release(root: Path, num_per_batch: int = 12) -> dict[bytes, int]:
-    """``root/lra_release/lra_release/pathfinder32/curv_contour_length_14`` with the metadata of
-    image batch 0 in a text file, of batch 1 in a binary .npy array of str and of batch 3 in one
-    of bytes, an empty metadata file 2, and one row of batch 1 naming a missing image.
-    Returns {image bytes: label} of the present images."""
-    folder = root / "lra_release" / "lra_release" / "pathfinder32" / DIFFICULTY
-    (folder / "metadata").mkdir(parents=True)
-    rng = np.random.default_rng(7)
-    expected = {}
-    rows: dict[int, list[list[str]]] = {0: [], 1: [], 3: []}
-    for batch in rows:
-        for i in range(num_per_batch):
-            label = (i + batch) % 2
-            pixels = rng.integers(0, 256, size=(32, 32), dtype=np.uint8)
-            write_png(folder / "imgs" / str(batch) / f"sample_{i}.png", pixels)
-            expected[pixels.tobytes()] = label
-            rows[batch].append([f"imgs/{batch}", f"sample_{i}.png", str(i), str(label), "14", "1.5"])
-    rows[1].append(["imgs/1", "sample_missing.png", "99", "1", "14", "1.5"])
-    (folder / "metadata" / "0.npy").write_text("".join(" ".join(row) + "\n" for row in rows[0]))
-    np.save(folder / "metadata" / "1.npy", np.array(rows[1]))
-    (folder / "metadata" / "2.npy").write_text("")
-    np.save(folder / "metadata" / "3.npy", np.array(rows[3], dtype=bytes))
-    return expected
 
 
 def load_all(name: str, root: Path) -> dict[str, data_prep.PreparedSplit]:
@@ -392,8 +363,8 @@ def test_generated_set_is_prepared_split_and_loadable(tmp_path):
     root = tmp_path / "data"
     argv = ["pathfinder", "--generate", "--num", "40", "--seed", "5", "--workers", "1", "--root", str(root)]
     assert main(argv) == 0
-    splits = load_all("pathfinder", root)
-    train = data_prep.load("pathfinder", "train", root=root)
+    splits = load_all("pathfinder-generated", root)  # not "pathfinder": that name is the release's
+    train = data_prep.load("pathfinder-generated", "train", root=root)
     assert [len(splits[split]) for split in ("train", "val", "test")] == [32, 4, 4]
     assert train.tokens.shape == (32, 1024) and np.all(train.lengths == 1024)
     tokens, labels = generate_range(5, 0, 40, "hard", 32)
@@ -408,26 +379,28 @@ def test_generated_set_is_prepared_split_and_loadable(tmp_path):
     # The recorded command rebuilds the same set.
     rebuilt = shlex.split(meta["command"])[3:]
     assert main(rebuilt) == 0
-    assert np.array_equal(data_prep.load("pathfinder", "train", root=root).tokens, train.tokens)
+    assert np.array_equal(data_prep.load("pathfinder-generated", "train", root=root).tokens, train.tokens)
 
 
 def test_generated_set_names_follow_difficulty_and_resolution(tmp_path):
     argv = ["pathfinder", "--generate", "--num", "10", "--difficulty", "easy", "--resolution", "24"]
     assert main([*argv, "--workers", "1", "--root", str(tmp_path)]) == 0
-    data = data_prep.load("pathfinder-easy-24px", "val", root=tmp_path)
+    data = data_prep.load("pathfinder-easy-24px-generated", "val", root=tmp_path)
     assert data.tokens.shape == (1, 576) and data.meta["seq_len"] == 576
 
 
 def test_bad_generator_options_fail_in_one_line_and_leave_no_set(tmp_path, capsys):
     base = ["pathfinder", "--generate", "--workers", "1", "--root", str(tmp_path)]
     assert main([*base, "--num", "-5"]) == 1
-    assert "needs at least 10 images, got -5" in capsys.readouterr().err
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--num must be at least 10" in lines[0] and "got -5" in lines[0]
     assert main([*base, "--num", "20", "--resolution", "8"]) == 1
-    assert f"at least {MIN_RESOLUTION}" in capsys.readouterr().err
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"at least {MIN_RESOLUTION} (LRA's are 32, 64, 128, 256), got 8" in lines[0]
     with pytest.raises(SystemExit):
         main([*base, "--num", "20", "--difficulty", "medium"])
     assert "choose from 'easy', 'intermediate', 'hard'" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []  # nothing half-written, not even the data root
 
 
 # ---------------------------------------------------------------- the closeness benchmark
