@@ -15,7 +15,6 @@ from source_samples import write_png
 
 import data_prep
 from data_prep.commands import main
-from data_prep.pathfinder import read_image
 from data_prep.pathfinder_generator import (
     CONTOUR_LENGTHS,
     MIN_RESOLUTION,
@@ -26,6 +25,7 @@ from data_prep.pathfinder_generator import (
     image_rng,
 )
 from data_prep.pathfinder_layout import FREE
+from data_prep.pathfinder_release import read_image
 from data_prep.pathfinder_settings import PRESETS, settings_for
 from data_prep.pathfinder_snakes import CROWDED
 from data_prep.pathfinder_stats import count_components, distance_accuracy
