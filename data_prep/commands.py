@@ -32,6 +32,7 @@ COMMAND_MODULES: list[str] = [
     "data_prep.retrieval",
     "data_prep.image",
     "data_prep.pathfinder",
+    "data_prep.pathfinder_stats",
     "data_prep.release",
 ]
 

@@ -2,14 +2,16 @@
 
     python -m data_prep pathfinder --source PATH/TO/lra_release            # hard (curv_contour_length_14)
     python -m data_prep pathfinder --source PATH --difficulty easy         # -> set "pathfinder-easy"
-    python -m data_prep pathfinder --generate                              # 200k generated, hard
+    python -m data_prep pathfinder --source PATH --resolution 128 --name pathx   # Path-X, 128×128
+    python -m data_prep pathfinder --generate                # 200k generated, hard -> "pathfinder-generated"
     python -m data_prep pathfinder --generate --num 4000 --difficulty easy --name pathfinder-demo
 
 ``--source`` may be the unpacked release at any level (``lra_release/``, ``lra_release/lra_release/``,
-``pathfinder32/``) or a difficulty folder itself. There, ``metadata/<batch>.npy`` lists the images,
-one per row ``dir file _ label ...`` (image = ``dir/file`` under the difficulty folder): a text
-file, or at some versions of the original generator a binary ``numpy.save`` array of the same
-rows; empty metadata files and rows whose image is missing are skipped and counted in meta.json.
+``pathfinder<R>/`` for ``--resolution R``) or a difficulty folder itself. There,
+``metadata/<batch>.npy`` lists the images, one per row ``dir file _ label ...`` (image =
+``dir/file`` under the difficulty folder): a text file, or at some versions of the original
+generator a binary ``numpy.save`` array of the same rows; empty metadata files and rows whose
+image is missing are skipped and counted in meta.json.
 
 Each image becomes its pixels, row-major, as tokens (vocab 256, a black pixel is token 0, no
 padding), label 1 = the markers are connected. Both modes shuffle the images with a seeded
@@ -25,34 +27,27 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 from tqdm import tqdm
 
 from data_prep.commands import command, rebuild_command
 from data_prep.pathfinder_generator import CONTOUR_LENGTHS, check_options, generate_chunks
-from data_prep.sources import locate_folder
+from data_prep.pathfinder_release import (
+    DEFAULT_DIFFICULTY,
+    DIFFICULTY_FOLDERS,
+    SIDE,
+    find_difficulty_folder,
+    list_images,
+    read_image,
+)
 from data_prep.storage import SPLITS, PreparedWriter, SplitArrays
 
 Writer = Callable[[PreparedWriter], None]
 
-DIFFICULTY_FOLDERS = {
-    "easy": "curv_baseline",
-    "intermediate": "curv_contour_length_9",
-    "hard": "curv_contour_length_14",
-}
-DEFAULT_DIFFICULTY = "hard"
-RELEASE_FOLDER = "pathfinder32"
-SIDE = 32
+RELEASE_SIDES = (32, 64, 128, 256)  # the release's pathfinder<R> folders
 VOCAB_SIZE = 256
 NUM_CLASSES = 2
 DEFAULT_NUM = 200_000
-NPY_MAGIC = b"\x93NUMPY"
-LABEL_FIELD = 3
-HINT = (
-    "Give the unpacked LRA release (lra_release/ or lra_release/lra_release/; fetch it with "
-    "python -m data_prep lra-release --download), its pathfinder32/ folder or a difficulty folder "
-    f"({', '.join(DIFFICULTY_FOLDERS.values())}); or generate images with --generate."
-)
+MIN_IMAGES = 10  # so that no split of 80/10/10 is empty
 
 
 def create_splits(
@@ -61,8 +56,8 @@ def create_splits(
     """The train/val/test arrays of a seeded 80/10/10 split of ``num`` examples (lengths filled:
     no padding) and where example ``i`` goes: ``placement[i] = (split number, row)`` (num, 2).
     Needs at least 10 examples so that no split is empty."""
-    if num < 10:
-        raise ValueError(f"an 80/10/10 split needs at least 10 images, got {num}")
+    if num < MIN_IMAGES:
+        raise ValueError(f"an 80/10/10 split needs at least {MIN_IMAGES} images, got {num}")
     order = np.random.default_rng(seed).permutation(num)
     held_out = num // 10
     sizes = {"train": num - 2 * held_out, "val": held_out, "test": held_out}
@@ -76,131 +71,43 @@ def create_splits(
     return arrays, placement
 
 
-def default_name(difficulty: str, resolution: int = SIDE) -> str:
-    """``pathfinder`` for hard 32×32, else ``pathfinder-<difficulty>`` and/or ``-<R>px``."""
+def default_name(difficulty: str, resolution: int = SIDE, generated: bool = False) -> str:
+    """``pathfinder`` for the release's hard 32×32, else with ``-<difficulty>``, ``-<R>px`` and, for
+    the generator's images (never comparable with LRA's numbers), ``-generated``."""
     parts = ["pathfinder"] + ([difficulty] if difficulty != DEFAULT_DIFFICULTY else [])
-    return "-".join(parts + ([f"{resolution}px"] if resolution != SIDE else []))
+    parts += [f"{resolution}px"] if resolution != SIDE else []
+    return "-".join(parts + (["generated"] if generated else []))
 
 
 # ---------------------------------------------------------------- the LRA release
 
 
-def find_difficulty_folder(source: Path, difficulty: str | None) -> tuple[Path, str]:
-    """The difficulty folder (holding ``metadata/``) under ``source``, and its difficulty: the one
-    asked for, else the one its name says when ``source`` is a difficulty folder, else hard."""
-    if (source / "metadata").is_dir():
-        named = {folder: level for level, folder in DIFFICULTY_FOLDERS.items()}.get(source.name)
-        if difficulty is not None and named is not None and difficulty != named:
-            raise ValueError(f"{source} holds the {named} images, not --difficulty {difficulty}")
-        return source, difficulty or named or DEFAULT_DIFFICULTY
-    difficulty = difficulty or DEFAULT_DIFFICULTY
-    folder = DIFFICULTY_FOLDERS[difficulty]
-    if (source / folder / "metadata").is_dir():
-        return source / folder, difficulty
-    return locate_folder(source, f"{RELEASE_FOLDER}/{folder}", ["metadata"], HINT), difficulty
-
-
-def metadata_files(folder: Path) -> list[Path]:
-    """``folder/metadata/*.npy``, numbered names in numeric order (``2.npy`` before ``10.npy``)."""
-    files = [path for path in (folder / "metadata").iterdir() if path.suffix == ".npy" and path.is_file()]
-    if not files:
-        raise FileNotFoundError(f"{folder / 'metadata'} holds no .npy metadata files. {HINT}")
-    return sorted(files, key=lambda path: (len(path.stem), path.stem))
-
-
-def read_metadata(path: Path) -> list[list[str]]:
-    """The rows (lists of fields) of one metadata file: a text file, one space-separated row per
-    line, or a binary ``.npy`` array (rows × fields) of strings."""
-    raw = path.read_bytes()
-    if not raw.startswith(NPY_MAGIC):
-        try:
-            return [line.split() for line in raw.decode("utf-8").splitlines() if line.strip()]
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{path}: neither a .npy array nor UTF-8 text ({error})") from None
-    try:
-        array = np.load(path, allow_pickle=False)
-    except ValueError as error:
-        raise ValueError(f"{path}: not a readable array of strings ({error})") from None
-    if array.size == 0:
-        return []
-    if array.ndim != 2 or array.dtype.kind not in "US":
-        raise ValueError(
-            f"{path}: expected a 2-D array of strings (rows × fields), got {array.dtype} {array.shape}"
-        )
-    if array.dtype.kind == "S":
-        array = np.char.decode(array, "utf-8")
-    return array.tolist()
-
-
-def parse_row(fields: list[str], where: str) -> tuple[str, int]:
-    """(image path relative to the difficulty folder, label) of one metadata row."""
-    if len(fields) <= LABEL_FIELD:
-        raise ValueError(
-            f"{where}: expected at least {LABEL_FIELD + 1} fields (dir file _ label), got {fields}"
-        )
-    if fields[LABEL_FIELD] not in ("0", "1"):
-        raise ValueError(
-            f"{where}: label (field {LABEL_FIELD + 1}) must be 0 or 1, got {fields[LABEL_FIELD]!r}"
-        )
-    return f"{fields[0]}/{fields[1]}", int(fields[LABEL_FIELD])
-
-
-def read_image(path: Path) -> np.ndarray:
-    """Pixels (SIDE * SIDE,) uint8, row-major, of an 8-bit grayscale SIDE×SIDE PNG."""
-    try:
-        with Image.open(path) as image:
-            image.load()
-            mode, size = image.mode, image.size
-            pixels = np.asarray(image)
-    except (OSError, SyntaxError) as error:
-        raise ValueError(f"{path}: not a readable image ({error})") from None
-    if mode != "L" or size != (SIDE, SIDE):
-        raise ValueError(
-            f"{path}: expected an 8-bit grayscale {SIDE}x{SIDE} image, got mode {mode} size {size}"
-        )
-    return pixels.reshape(-1)
-
-
-def list_images(folder: Path) -> tuple[list[tuple[Path, int]], dict[str, int]]:
-    """Every listed image that exists, with its label, in metadata order, and the counts of what
-    was skipped (empty metadata files, rows whose image file is missing)."""
-    images: list[tuple[Path, int]] = []
-    files = metadata_files(folder)
-    skipped = {"empty_metadata_files": 0, "missing_images": 0}
-    for path in files:
-        rows = read_metadata(path)
-        skipped["empty_metadata_files"] += not rows
-        for number, fields in enumerate(rows, start=1):
-            relative, label = parse_row(fields, f"{path}:{number}")
-            image = folder / relative
-            if image.is_file():
-                images.append((image, label))
-            else:
-                skipped["missing_images"] += 1
-    return images, {"metadata_files": len(files), **skipped}
-
-
 def prepare_release(args: argparse.Namespace) -> tuple[dict, Writer]:
     """meta.json entries and the writer of a set read from the LRA release."""
+    side = SIDE if args.resolution is None else args.resolution
+    if side not in RELEASE_SIDES:
+        raise ValueError(f"--resolution of the LRA release must be one of {RELEASE_SIDES}, got {side}")
     args.source = args.source.resolve()
-    folder, args.difficulty = find_difficulty_folder(args.source, args.difficulty)
+    folder, args.difficulty = find_difficulty_folder(args.source, args.difficulty, side)
     images, counts = list_images(folder)
-    args.name = args.name or default_name(args.difficulty)
+    args.name = args.name or default_name(args.difficulty, side)
 
     def write(writer: PreparedWriter) -> None:
-        arrays, placement = create_splits(writer, len(images), args.seed, SIDE * SIDE)
-        listed = tqdm(images, desc="pathfinder read", unit="img")
-        for (path, label), (number, row) in zip(listed, placement, strict=True):
-            arrays[number].tokens[row] = read_image(path)
-            arrays[number].labels[row] = label
+        arrays, placement = create_splits(writer, len(images), args.seed, side * side)
+        with tqdm(images, desc="pathfinder read", unit="img") as listed:
+            for (path, label), (number, row) in zip(listed, placement, strict=True):
+                arrays[number].tokens[row] = read_image(path, side)
+                arrays[number].labels[row] = label
 
     meta = {
         "source": str(folder),
-        "seq_len": SIDE * SIDE,
-        "resolution": SIDE,
+        "seq_len": side * side,
+        "resolution": side,
         "metadata_files": counts.pop("metadata_files"),
         "skipped": counts,
-        "command": rebuild_command("pathfinder", args, ["name", "source", "difficulty", "seed"]),
+        "command": rebuild_command(
+            "pathfinder", args, ["name", "source", "difficulty", "resolution", "seed"]
+        ),
     }
     return meta, write
 
@@ -215,9 +122,11 @@ def prepare_generated(args: argparse.Namespace) -> tuple[dict, Writer]:
     args.resolution = SIDE if args.resolution is None else args.resolution
     args.workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     check_options(args.difficulty, args.resolution)
+    if args.num < MIN_IMAGES:
+        raise ValueError(f"--num must be at least {MIN_IMAGES} (an 80/10/10 split), got {args.num}")
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    args.name = args.name or default_name(args.difficulty, args.resolution)
+    args.name = args.name or default_name(args.difficulty, args.resolution, generated=True)
 
     def write(writer: PreparedWriter) -> None:
         arrays, placement = create_splits(writer, args.num, args.seed, args.resolution**2)
@@ -245,8 +154,8 @@ def prepare_generated(args: argparse.Namespace) -> tuple[dict, Writer]:
 
 def run_pathfinder(args: argparse.Namespace) -> None:
     started = time.time()
-    if not args.generate and any(getattr(args, key) is not None for key in ("num", "resolution", "workers")):
-        raise ValueError("--num, --resolution and --workers apply to --generate only")
+    if not args.generate and any(getattr(args, key) is not None for key in ("num", "workers")):
+        raise ValueError("--num and --workers apply to --generate only")
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     meta, write = (prepare_generated if args.generate else prepare_release)(args)
@@ -271,15 +180,15 @@ def run_pathfinder(args: argparse.Namespace) -> None:
 
 @command(
     "pathfinder",
-    help="Pathfinder: the LRA release's pathfinder32 PNGs (--source PATH) or the built-in generator "
-    "(--generate)",
+    help="Pathfinder and Path-X: the LRA release's pathfinder<R> PNGs (--source PATH) or the built-in "
+    "generator (--generate)",
 )
 def configure(parser: argparse.ArgumentParser):
     origin = parser.add_mutually_exclusive_group(required=True)
     origin.add_argument(
         "--source",
         type=Path,
-        help="the unpacked LRA release (lra_release/ at any level), pathfinder32/, or a difficulty folder",
+        help="the unpacked LRA release (lra_release/ at any level), pathfinder<R>/, or a difficulty folder",
     )
     origin.add_argument(
         "--generate", action="store_true", help="draw the images with the built-in generator instead"
@@ -295,11 +204,15 @@ def configure(parser: argparse.ArgumentParser):
     parser.add_argument(
         "--name",
         default=None,
-        help="folder name of the set (default: pathfinder for hard, else pathfinder-<difficulty>)",
+        help="folder name of the set (default: pathfinder[-<difficulty>][-<R>px], and -generated "
+        "for --generate: pathfinder-generated for hard 32x32)",
     )
     parser.add_argument("--num", type=int, default=None, help=f"images to generate (default: {DEFAULT_NUM})")
     parser.add_argument(
-        "--resolution", type=int, default=None, help=f"side of generated images in pixels (default: {SIDE})"
+        "--resolution",
+        type=int,
+        default=None,
+        help=f"image side in pixels (default: {SIDE}; 128 = Path-X; the release has {RELEASE_SIDES})",
     )
     parser.add_argument(
         "--workers", type=int, default=None, help="generator processes (default: all CPU cores)"

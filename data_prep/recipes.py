@@ -66,6 +66,10 @@ DEMO_LISTOPS = (
     "--num-train", "20000", "--num-val", "1000", "--num-test", "1000", "--min-length", "9",
     "--max-length", "65", "--max-depth", "3", "--max-args", "5", "--seq-len", "64",
 )  # fmt: skip
+PATHX = ("--resolution", "128", "--name", "pathx")
+PATHX_FOLDERS = tuple(
+    f"{prefix}/pathfinder128/curv_contour_length_14" for prefix in (RELEASE, f"{RELEASE}/{RELEASE}")
+)
 DOWNLOAD_NOTE = "or --download instead of --source: the official archive, MD5-checked"
 
 RECIPES: dict[str, Recipe] = {
@@ -89,10 +93,25 @@ RECIPES: dict[str, Recipe] = {
     "image": Recipe(
         (), (Build("image", ("image", "--source", "PATH/TO/cifar-10-python.tar.gz")),), DOWNLOAD_NOTE
     ),
+    # Generated sets get their own names: their images are not LRA's, so runs on them never read as
+    # the papers' numbers (lra.report marks them).
     "pathfinder": Recipe(
         (
             Build("pathfinder", ("pathfinder", *FROM_RELEASE), source=RELEASE),
-            Build("pathfinder", ("pathfinder", "--generate")),
+            Build("pathfinder-generated", ("pathfinder", "--generate", "--name", "pathfinder-generated")),
+        )
+    ),
+    # Path-X: LRA's pathfinder128, hard, read from the release's folder at either unpacked level.
+    "pathx": Recipe(
+        (
+            *(
+                Build("pathx", ("pathfinder", "--source", f"{{root}}/{folder}", *PATHX), source=folder)
+                for folder in PATHX_FOLDERS
+            ),
+            Build(
+                "pathx-generated",
+                ("pathfinder", "--generate", "--resolution", "128", "--name", "pathx-generated"),
+            ),
         )
     ),
 }

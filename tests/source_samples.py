@@ -5,6 +5,9 @@
 - ``write_cifar_archive``: ``cifar-10-python.tar.gz`` holding ``cifar-10-batches-py/{data_batch_1..5,
   test_batch,batches.meta}``, pickles of dicts with byte-string keys (``b"data"`` uint8 (N, 3072)
   as 1024 R, 1024 G, 1024 B row-major, ``b"labels"``, ``b"filenames"``, ``b"batch_label"``);
+- ``write_pathfinder_release``: the LRA release's ``pathfinder<R>/<difficulty>/`` folder: PNGs under
+  ``imgs/<batch>/`` and ``metadata/<batch>.npy`` rows ``dir file index label ...`` as text or as a
+  binary ``numpy.save`` array;
 - ``write_listops_2018``: the original ListOps TSV (header ``Target<TAB>Source``, bracketed prefix
   expressions with parentheses) with labels computed by evaluating each tree.
 
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 SOURCES = ("built", "real sample")  # the parameters of the source fixtures in conftest.py
@@ -146,3 +150,37 @@ def write_listops_2018(path: Path, rows: int = 40, seed: int = 0) -> Path:
     ]
     path.write_text("Target\tSource\n" + "".join(f"{tree_value(t)}\t{tree_source(t)}\n" for t in trees))
     return path
+
+
+PATHFINDER_HARD = "curv_contour_length_14"
+
+
+def write_png(path: Path, pixels: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(path)  # uint8 (H, W): 8-bit grayscale
+
+
+def write_pathfinder_release(root: Path, num_per_batch: int = 12, side: int = 32) -> dict[bytes, int]:
+    """``root/lra_release/lra_release/pathfinder<side>/curv_contour_length_14`` (side×side 8-bit
+    grayscale PNGs, as the release's ``pathfinder32`` and Path-X's ``pathfinder128``) with the metadata of
+    image batch 0 in a text file, of batch 1 in a binary .npy array of str and of batch 3 in one
+    of bytes, an empty metadata file 2, and one row of batch 1 naming a missing image.
+    Returns {image bytes: label} of the present images."""
+    folder = root / "lra_release" / "lra_release" / f"pathfinder{side}" / PATHFINDER_HARD
+    (folder / "metadata").mkdir(parents=True)
+    rng = np.random.default_rng(7)
+    expected = {}
+    rows: dict[int, list[list[str]]] = {0: [], 1: [], 3: []}
+    for batch in rows:
+        for i in range(num_per_batch):
+            label = (i + batch) % 2
+            pixels = rng.integers(0, 256, size=(side, side), dtype=np.uint8)
+            write_png(folder / "imgs" / str(batch) / f"sample_{i}.png", pixels)
+            expected[pixels.tobytes()] = label
+            rows[batch].append([f"imgs/{batch}", f"sample_{i}.png", str(i), str(label), "14", "1.5"])
+    rows[1].append(["imgs/1", "sample_missing.png", "99", "1", "14", "1.5"])
+    (folder / "metadata" / "0.npy").write_text("".join(" ".join(row) + "\n" for row in rows[0]))
+    np.save(folder / "metadata" / "1.npy", np.array(rows[1]))
+    (folder / "metadata" / "2.npy").write_text("")
+    np.save(folder / "metadata" / "3.npy", np.array(rows[3], dtype=bytes))
+    return expected

@@ -9,53 +9,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from source_samples import PATHFINDER_HARD as DIFFICULTY
+from source_samples import write_pathfinder_release as build_release
+from source_samples import write_png
 
 import data_prep
 from data_prep.commands import main
-from data_prep.pathfinder import read_image
 from data_prep.pathfinder_generator import (
-    CLEARANCE,
     CONTOUR_LENGTHS,
-    DASH_LENGTH,
-    GAP_LENGTH,
-    MARKER_RADIUS,
+    MIN_RESOLUTION,
     generate_chunks,
     generate_image,
+    generate_images,
     generate_range,
     image_rng,
 )
-
-DIFFICULTY = "curv_contour_length_14"
-
-
-def write_png(path: Path, pixels: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(pixels).save(path)  # uint8 (H, W): 8-bit grayscale
-
-
-def build_release(root: Path, num_per_batch: int = 12) -> dict[bytes, int]:
-    """``root/lra_release/lra_release/pathfinder32/curv_contour_length_14`` with the metadata of
-    image batch 0 in a text file, of batch 1 in a binary .npy array of str and of batch 3 in one
-    of bytes, an empty metadata file 2, and one row of batch 1 naming a missing image.
-    Returns {image bytes: label} of the present images."""
-    folder = root / "lra_release" / "lra_release" / "pathfinder32" / DIFFICULTY
-    (folder / "metadata").mkdir(parents=True)
-    rng = np.random.default_rng(7)
-    expected = {}
-    rows: dict[int, list[list[str]]] = {0: [], 1: [], 3: []}
-    for batch in rows:
-        for i in range(num_per_batch):
-            label = (i + batch) % 2
-            pixels = rng.integers(0, 256, size=(32, 32), dtype=np.uint8)
-            write_png(folder / "imgs" / str(batch) / f"sample_{i}.png", pixels)
-            expected[pixels.tobytes()] = label
-            rows[batch].append([f"imgs/{batch}", f"sample_{i}.png", str(i), str(label), "14", "1.5"])
-    rows[1].append(["imgs/1", "sample_missing.png", "99", "1", "14", "1.5"])
-    (folder / "metadata" / "0.npy").write_text("".join(" ".join(row) + "\n" for row in rows[0]))
-    np.save(folder / "metadata" / "1.npy", np.array(rows[1]))
-    (folder / "metadata" / "2.npy").write_text("")
-    np.save(folder / "metadata" / "3.npy", np.array(rows[3], dtype=bytes))
-    return expected
+from data_prep.pathfinder_layout import FREE
+from data_prep.pathfinder_release import read_image
+from data_prep.pathfinder_settings import PRESETS, settings_for
+from data_prep.pathfinder_snakes import CROWDED
+from data_prep.pathfinder_stats import count_components, distance_accuracy
 
 
 def load_all(name: str, root: Path) -> dict[str, data_prep.PreparedSplit]:
@@ -166,7 +139,8 @@ def test_generator_options_are_refused_when_reading(tmp_path, capsys):
 
 
 def ends(path: np.ndarray) -> np.ndarray:
-    """The two ends (2, 2) of a recorded path (num_dashes, 2, 2)."""
+    """The two ends (2, 2) of a recorded path (num_paddles, 2, 2): its first paddle's start and its
+    last paddle's end."""
     return np.stack([path[0, 0], path[-1, 1]])
 
 
@@ -180,61 +154,126 @@ def marked_ends(record) -> list[tuple[int, int]]:
             for e, end in enumerate(ends(path))
             if np.allclose(end, marker)
         ]
-        assert len(hits) == 1, "each marker sits on exactly one path end"
+        assert len(hits) >= 1, "each marker sits on a path end"
         found.append(hits[0])
     return found
 
 
-def dense_points(path: np.ndarray) -> np.ndarray:
-    """Points every ~0.1 px along the dashes of a path (n, 2)."""
-    t = np.linspace(0.0, 1.0, 16)[None, :, None]
-    return (path[:, :1] + t * (path[:, 1:] - path[:, :1])).reshape(-1, 2)
+def paddle_masks(record, resolution: int) -> list[list[np.ndarray]]:
+    """Each paddle's occupancy mask on the image (R, R), cut to it as the original does, per snake."""
+    board = record.board
+    half, size = board.shapes.half, board.shapes.size
+    out = []
+    for snake in record.snakes:
+        masks = []
+        for start, key in zip(snake.starts, snake.keys, strict=True):
+            row, col = board.point(start)
+            canvas = np.zeros((resolution + 2 * size,) * 2)
+            top, left = row - half + size, col - half + size
+            canvas[top : top + size, left : left + size] = board.paddles[key].mask
+            masks.append(canvas[size:-size, size:-size])
+        out.append(masks)
+    return out
+
+
+def ring(resolution: int, width: int) -> np.ndarray:
+    """(R, R) 1.0 within ``width`` pixels of the edge."""
+    out = np.ones((resolution, resolution))
+    out[width:-width, width:-width] = 0.0
+    return out
+
+
+def checked_against(record, resolution: int):
+    """For every paddle placed by extending a snake: (its mask, the occupancy mask it was checked
+    against), following the order of the original: the two main snakes grow in turn, a paddle
+    joins the mask when its snake's next one is placed, the second main snake's last paddle when
+    the pair is done (the first's never), a distractor's last when it is done."""
+    masks = paddle_masks(record, resolution)
+    padding = ring(resolution, settings_for(resolution).padding)
+    main = masks[:2]
+    for k in range(1, len(main[0])):
+        for snake in (0, 1):
+            other = main[1 - snake][: k - 1 if snake == 0 else k]
+            yield main[snake][k], np.max([padding, *main[snake][: k - 1], *other], axis=0)
+    placed = [padding, *main[0][:-1], *main[1]]
+    for snake in masks[2:]:
+        for k in range(1, len(snake)):
+            yield snake[k], np.max([*placed, *snake[: k - 1]], axis=0)
+        placed += snake
 
 
 @pytest.mark.parametrize("difficulty", list(CONTOUR_LENGTHS))
 def test_generated_labels_match_the_recorded_paths(difficulty):
-    for index in range(24):
-        label = index % 2
-        image, got, record = generate_image(image_rng(3, index), difficulty, 32, label=label)
-        assert got == label and image.shape == (32, 32) and image.dtype == np.uint8
-        # Two main paths of the difficulty's contour length, distractors shorter.
-        assert [len(path) for path in record.paths[:2]] == [CONTOUR_LENGTHS[difficulty]] * 2
-        assert all(len(path) < CONTOUR_LENGTHS[difficulty] for path in record.paths[2:])
+    settings = settings_for(32)
+    contour_length = CONTOUR_LENGTHS[difficulty]
+    labels = [index % 2 for index in range(12)]
+    images, records = generate_images([image_rng(3, index) for index in range(12)], difficulty, 32, labels)
+    for image, label, record in zip(images, labels, records, strict=True):
+        assert image.shape == (32, 32) and image.dtype == np.uint8 and image.max() == 255
+        # Two main paths of the difficulty's contour length; distractors a third as long.
+        assert [len(path) for path in record.paths[:2]] == [contour_length] * 2
+        assert all(len(path) == contour_length // 3 for path in record.paths[2:])
+        assert len(record.paths) - 2 <= settings.distractor_snakes(contour_length)
         for path in record.paths:
-            assert np.allclose(np.linalg.norm(path[:, 1] - path[:, 0], axis=1), DASH_LENGTH)
-            assert np.allclose(np.linalg.norm(path[1:, 0] - path[:-1, 1], axis=1), GAP_LENGTH)
-            assert np.all((path >= 0) & (path <= 31))
-            # The dashes are drawn: a 1 px line lights a pixel next to its middle to at least half.
+            lengths = np.linalg.norm(path[:, 1] - path[:, 0], axis=1)
+            assert np.all((lengths > 0.7 * settings.paddle_length) & (lengths < 1.4 * settings.paddle_length))
+            gaps = np.linalg.norm(path[1:, 0] - path[:-1, 1], axis=1)  # about twice the margin
+            assert np.all(gaps < 2 * settings.paddle_margins[0] + 2)
+            assert np.all((path > -1) & (path < 32))  # a line may leave the image by < 1 px, cut there
+            # Every paddle is drawn: a pixel next to its middle is lit.
             corner = np.floor(path.mean(axis=1)).astype(int)
-            around = [image[corner[:, 0] + dr, corner[:, 1] + dc] for dr in (0, 1) for dc in (0, 1)]
-            assert np.all(np.max(around, axis=0) >= 127)
-        # Both markers drawn at their recorded centres.
-        centres = np.rint(record.markers).astype(int)
-        assert np.all(image[centres[:, 0], centres[:, 1]] == 255)
+            around = [
+                image[np.minimum(corner[:, 0] + dr, 31), np.minimum(corner[:, 1] + dc, 31)]
+                for dr in (0, 1)
+                for dc in (0, 1)
+            ]
+            assert np.all(np.max(around, axis=0) >= 100)
+        # Both markers drawn, bright, on their path ends.
+        assert np.all(image[record.markers[:, 0], record.markers[:, 1]] >= 192)
         (first_path, first_end), (second_path, second_end) = marked_ends(record)
         assert {first_path, second_path} <= {0, 1}  # markers only on main paths
+        assert (first_end, second_end) == (0, 1)  # a first paddle's start and a last paddle's end
         if label == 1:
-            assert first_path == second_path and first_end != second_end  # both ends of one path
+            assert first_path == second_path  # both ends of one path
         else:
-            assert first_path != second_path  # one end of each of two paths
-        # No two paths come close, nor a marker to another path or to the other path's marker:
-        # the clearances hold up to the 0.71 px of checking on whole pixels and half the spacing of
-        # the checked dash ends.
-        slack = 0.71 + max(DASH_LENGTH, GAP_LENGTH) / 2
-        points = [dense_points(path) for path in record.paths]
-        for i in range(len(points)):
-            for j in range(i):
-                gap = np.linalg.norm(points[i][:, None] - points[j][None], axis=-1).min()
-                assert gap > CLEARANCE - 2 * max(DASH_LENGTH, GAP_LENGTH) / 2
-        for marker, (own, _) in zip(record.markers, marked_ends(record), strict=True):
-            for other in set(range(len(points))) - {own}:
-                assert (
-                    np.linalg.norm(points[other] - marker, axis=1).min() > CLEARANCE + MARKER_RADIUS - slack
-                )
-        if label == 0:
-            assert (
-                np.linalg.norm(record.markers[0] - record.markers[1]) > CLEARANCE + 2 * MARKER_RADIUS - 0.71
-            )
+            assert first_path != second_path  # one end of each of the two paths
+
+
+def test_main_paths_start_a_seed_distance_apart_near_the_middle():
+    settings = settings_for(32)
+    for index in range(10):
+        _, _, record = generate_image(image_rng(4, index), "hard", 32, label=index % 2)
+        first, second = record.paths[0][0, 0], record.paths[1][0, 0]
+        assert abs(np.linalg.norm(first - second) - settings.seed_distance) <= 0.71  # rounded to pixels
+        band = 2 * settings.seed_distance - settings.paddle_length - settings.paddle_margins[0] - 1
+        assert np.all((first >= band) & (first <= 31 - band))  # the first starts in the middle
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "hard"])
+def test_paddles_keep_clear_of_the_paddles_placed_before_them(difficulty):
+    # The original's rule: a paddle that extends a snake, plus the occupancy mask of the paddles
+    # placed before it (but the one just before it on its own snake), stays below 1.8 everywhere.
+    for index in range(8):
+        _, _, record = generate_image(image_rng(5, index), difficulty, 32, label=index % 2)
+        checks = list(checked_against(record, 32))
+        assert len(checks) == sum(len(path) - 1 for path in record.paths)
+        for mask, occupied in checks:
+            assert (mask + occupied).max() < CROWDED
+
+
+def test_distractors_start_where_their_seed_kernel_is_free():
+    for index in range(8):
+        _, _, record = generate_image(image_rng(6, index), "intermediate", 32, label=0)
+        masks = paddle_masks(record, 32)
+        board = record.board
+        placed = [ring(32, 1), *masks[0][:-1], *masks[1]]  # the distractors' border is 1 pixel
+        for snake, snake_masks in zip(record.snakes[2:], masks[2:], strict=True):
+            occupied = np.max(placed, axis=0)
+            start = np.array(board.point(snake.starts[0]))
+            cells = start + board.paddles[snake.keys[0]].seed_kernel
+            cells = cells[np.all((cells >= 0) & (cells < 32), axis=1)]
+            assert np.all(occupied[cells[:, 0], cells[:, 1]] <= FREE)
+            placed += snake_masks
 
 
 def test_generated_sets_are_balanced_reproducible_and_per_image():
@@ -245,32 +284,87 @@ def test_generated_sets_are_balanced_reproducible_and_per_image():
     assert len({row.tobytes() for row in tokens}) == 12
     # Image i depends only on (seed, i): the same whatever range or worker count makes it.
     assert np.array_equal(generate_range(0, 5, 12, "hard", 32)[0], tokens[5:])
+    image, _, _ = generate_image(image_rng(0, 7), "hard", 32, label=1)
+    assert np.array_equal(image.reshape(-1), tokens[7])
     chunks = list(generate_chunks(12, 0, "hard", 32, workers=2, chunk_size=5))
     assert [start for start, _, _ in chunks] == [0, 5, 10]
     assert np.array_equal(np.concatenate([chunk for _, chunk, _ in chunks]), tokens)
 
 
-def test_generator_scales_to_other_resolutions():
-    image, label, record = generate_image(image_rng(0, 1), "intermediate", 64, label=1)
-    assert image.shape == (64, 64)
-    centres = np.rint(record.markers).astype(int)
-    assert np.all(image[centres[:, 0], centres[:, 1]] == 255)
-    assert np.allclose(np.linalg.norm(record.paths[0][:, 1] - record.paths[0][:, 0], axis=1), 2 * DASH_LENGTH)
+def test_settings_are_lras_at_its_sizes_and_scaled_between():
+    # lra_benchmarks/data/pathfinder.py (TFDS builders' docstrings) on top of snakes2's defaults.
+    small, large = PRESETS[32], PRESETS[128]
+    assert (small.padding, small.paddle_length, small.paddle_thickness, small.paddle_margins) == (
+        1,
+        2,
+        0.5,
+        (1,),
+    )
+    assert (small.marker_radius, small.antialias_scale, small.seed_distance, small.continuity) == (
+        1.5,
+        2,
+        7,
+        1.0,
+    )
+    assert (small.snake_contrast, small.paddle_contrast) == (2.0, 0.75)
+    assert [small.distractor_snakes(length) for length in (6, 9, 14)] == [10, 6, 5]  # 20 // (length // 3)
+    assert (large.padding, large.paddle_length, large.paddle_thickness, large.paddle_margins) == (
+        1,
+        5,
+        1.5,
+        (2, 3),
+    )
+    assert (large.marker_radius, large.seed_distance, large.continuity, large.snake_contrast) == (
+        3.0,
+        20,
+        1.8,
+        0.9,
+    )
+    assert [large.distractor_snakes(length) for length in (6, 9, 14)] == [17, 11, 8]  # 35 // (length // 3)
+    scaled = settings_for(40)  # nearest preset 32, lengths × 1.25
+    assert (scaled.paddle_length, scaled.seed_distance, scaled.marker_radius) == (2, 9, 1.875)
+
+
+@pytest.mark.parametrize(("difficulty", "resolution"), [("intermediate", 64), ("hard", 24)])
+def test_generator_works_at_other_resolutions(difficulty, resolution):
+    image, label, record = generate_image(image_rng(0, 1), difficulty, resolution, label=1)
+    assert image.shape == (resolution, resolution) and label == 1
+    assert all(np.all((path > -1) & (path < resolution)) for path in record.paths)
+    (first_path, _), (second_path, _) = marked_ends(record)
+    assert first_path == second_path
+    assert np.all(image[record.markers[:, 0], record.markers[:, 1]] >= 128)
+
+
+def test_generator_makes_path_x_images_with_the_128_settings():
+    image, _, record = generate_image(image_rng(0, 0), "easy", 128, label=0)
+    assert image.shape == (128, 128) and image.max() == 255
+    assert record.margin in (2, 3)  # drawn per image, as the original's paddle_margin_list [2, 3]
+    assert [len(path) for path in record.paths[:2]] == [6, 6]
+    assert all(len(path) == 2 for path in record.paths[2:])
+    lengths = np.linalg.norm(record.paths[0][:, 1] - record.paths[0][:, 0], axis=1)
+    assert np.all((lengths > 3.5) & (lengths < 7.0))  # paddle length 5
+    (first_path, _), (second_path, _) = marked_ends(record)
+    assert first_path != second_path
+    assert np.all(image[record.markers[:, 0], record.markers[:, 1]] >= 128)
 
 
 def test_generator_rejects_unknown_options():
     with pytest.raises(ValueError, match="difficulty must be one of"):
         generate_image(image_rng(0, 0), "medium", 32)
-    with pytest.raises(ValueError, match="resolution must be at least"):
-        generate_image(image_rng(0, 0), "easy", 8)
+    with pytest.raises(ValueError, match=f"at least {MIN_RESOLUTION}"):
+        generate_image(image_rng(0, 0), "easy", MIN_RESOLUTION - 1)
+    with pytest.raises(ValueError, match="whole number"):
+        generate_image(image_rng(0, 0), "easy", 32.0)
+    with pytest.raises(ValueError, match="labels must be 0 or 1"):
+        generate_image(image_rng(0, 0), "easy", 32, label=2)
 
 
 def test_generated_set_is_prepared_split_and_loadable(tmp_path):
     root = tmp_path / "data"
     argv = ["pathfinder", "--generate", "--num", "40", "--seed", "5", "--workers", "1", "--root", str(root)]
     assert main(argv) == 0
-    splits = load_all("pathfinder", root)
-    train = data_prep.load("pathfinder", "train", root=root)
+    splits = load_all("pathfinder-generated", root)  # not "pathfinder": that name is the release's
+    train = data_prep.load("pathfinder-generated", "train", root=root)
     assert [len(splits[split]) for split in ("train", "val", "test")] == [32, 4, 4]
     assert train.tokens.shape == (32, 1024) and np.all(train.lengths == 1024)
     tokens, labels = generate_range(5, 0, 40, "hard", 32)
@@ -285,11 +379,50 @@ def test_generated_set_is_prepared_split_and_loadable(tmp_path):
     # The recorded command rebuilds the same set.
     rebuilt = shlex.split(meta["command"])[3:]
     assert main(rebuilt) == 0
-    assert np.array_equal(data_prep.load("pathfinder", "train", root=root).tokens, train.tokens)
+    assert np.array_equal(data_prep.load("pathfinder-generated", "train", root=root).tokens, train.tokens)
 
 
 def test_generated_set_names_follow_difficulty_and_resolution(tmp_path):
     argv = ["pathfinder", "--generate", "--num", "10", "--difficulty", "easy", "--resolution", "24"]
     assert main([*argv, "--workers", "1", "--root", str(tmp_path)]) == 0
-    data = data_prep.load("pathfinder-easy-24px", "val", root=tmp_path)
+    data = data_prep.load("pathfinder-easy-24px-generated", "val", root=tmp_path)
     assert data.tokens.shape == (1, 576) and data.meta["seq_len"] == 576
+
+
+def test_bad_generator_options_fail_in_one_line_and_leave_no_set(tmp_path, capsys):
+    base = ["pathfinder", "--generate", "--workers", "1", "--root", str(tmp_path)]
+    assert main([*base, "--num", "-5"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--num must be at least 10" in lines[0] and "got -5" in lines[0]
+    assert main([*base, "--num", "20", "--resolution", "8"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"at least {MIN_RESOLUTION} (LRA's are 32, 64, 128, 256), got 8" in lines[0]
+    with pytest.raises(SystemExit):
+        main([*base, "--num", "20", "--difficulty", "medium"])
+    assert "choose from 'easy', 'intermediate', 'hard'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing half-written, not even the data root
+
+
+# ---------------------------------------------------------------- the closeness benchmark
+
+
+def test_components_are_counted_with_8_connectivity():
+    binary = np.zeros((3, 6, 6), dtype=bool)
+    binary[0, 0, 0] = binary[0, 1, 1] = binary[0, 3, 3] = True  # a diagonal pair and a single pixel
+    binary[1, :, 2] = binary[1, 0, 5] = True
+    binary[2] = True
+    assert count_components(binary).tolist() == [2, 2, 1]
+
+
+def test_distance_accuracy_sees_a_distance_cue_and_no_cue():
+    labels = np.arange(400) % 2
+    assert distance_accuracy(labels * 5.0 + np.random.default_rng(0).random(400), labels) == 1.0
+    assert abs(distance_accuracy(np.random.default_rng(1).random(400), labels) - 0.5) < 0.1
+
+
+def test_stats_command_writes_the_table(tmp_path, capsys):
+    out = tmp_path / "stats.md"
+    assert main(["pathfinder-stats", "--num", "20", "--difficulty", "easy", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "pathfinder-stats --num 20" in text and "| mean pixel | 12.9 |" in text and "cores" in text
+    assert "target met" in capsys.readouterr().out
