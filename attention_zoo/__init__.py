@@ -4,13 +4,16 @@
     out = core(q, k, v, mask)   # (batch, heads, seq, head_dim), mask (batch, seq) bool or None
 
 Importing the package imports every module in it, and each core's module registers it with
-``@register_attention``: a new core is one new file here. ``available()`` lists their names.
+``@register_attention``: a new core is one new file here. Then the cores of other installed packages
+are loaded through the ``lra.attentions`` entry point group (``attention_zoo.plugins``).
+``available()`` lists their names.
 """
 
 import importlib
 import pkgutil
 
 from attention_zoo.multihead import MultiHeadSelfAttention
+from attention_zoo.plugins import load_plugins
 from attention_zoo.registry import (
     AttentionSpec,
     available,
@@ -22,6 +25,7 @@ from attention_zoo.registry import (
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
+load_plugins()
 
 __all__ = [
     "AttentionSpec",

@@ -114,8 +114,9 @@ def check_attention(cfg: DictConfig) -> None:
     attention = cfg.attention
     names = attention_zoo.available()
     if attention.name not in names:
+        skipped = "".join(f" ({line})" for line in attention_zoo.plugins.SKIPPED)
         raise ConfigError(
-            f"attention.name={attention.name!r} is not registered; valid names: {', '.join(names)}"
+            f"attention.name={attention.name!r} is not registered; valid names: {', '.join(names)}{skipped}"
         )
     try:
         attention_zoo.spec(attention.name).checked(attention_options(attention))

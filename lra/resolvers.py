@@ -4,10 +4,14 @@
   approximate attention sizes its budget option with it (``num_landmarks: ${lra.budget:64}``), so
   ``features=128`` sizes them all at once while ``attention.num_landmarks=32`` still wins.
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
+- ``${lra.threads_per_job:DEFAULT}``: under a launcher that runs ``n_jobs`` jobs at once on this machine
+  (``hydra/launcher=joblib``), this process's cores divided among them (at least 1), else DEFAULT; the
+  ``threads`` key uses it, so parallel jobs do not contend for cores while ``threads=4`` still wins.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -31,7 +35,35 @@ def default_precision(accelerator: str) -> str:
     return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells, else every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def parallel_jobs() -> int | None:
+    """How many jobs the running Hydra launcher runs at once on this machine (its ``n_jobs``, joblib's
+    meaning: -1 every core, -2 all but one, ...), or None outside a launcher that has ``n_jobs``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    n_jobs = HydraConfig.get().launcher.get("n_jobs")
+    if n_jobs is None:
+        return None
+    return n_jobs if n_jobs >= 1 else max(1, usable_cores() + 1 + n_jobs)
+
+
+def threads_per_job(default: Any) -> Any:
+    """``usable_cores() // n_jobs`` (at least 1) under a launcher with ``n_jobs``, else ``default``."""
+    jobs = parallel_jobs()
+    return default if jobs is None else max(1, usable_cores() // jobs)
+
+
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
+    OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
