@@ -41,7 +41,8 @@ def main(cfg: DictConfig) -> None:
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
-    summary = run(cfg, output_dir, resume_roots(hydra_config, output_dir))
+    job_overrides = list(hydra_config.overrides.task)
+    summary = run(cfg, output_dir, resume_roots(hydra_config, output_dir), job_overrides)
     if summary["status"] != "completed" and hydra_config.mode == RunMode.RUN:
         print(f"lra: {summary['status']}: {summary['error']}", file=sys.stderr, flush=True)
         sys.exit(1)

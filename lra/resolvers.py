@@ -4,6 +4,8 @@
   approximate attention sizes its budget option with it (``num_landmarks: ${lra.budget:64}``), so
   ``features=128`` sizes them all at once while ``attention.num_landmarks=32`` still wins.
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name with the options the sweep varies
+  (``lra.naming``), for ``hydra.sweep.subdir``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+
+from lra.naming import job_name
 
 
 def budget(default: int, *, _root_: DictConfig) -> Any:
@@ -35,3 +39,4 @@ def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
+    OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
