@@ -36,6 +36,7 @@ from lra.module import LRALitModule, NonFiniteLossError
 from lra.naming import attention_budget
 from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, job_record, plan_run, record_plan
 from lra.summary import SUMMARY_FILE, format_table, make_summary, now_iso, write_summary
+from lra.training_state import TrainingOrderState
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
@@ -151,7 +152,15 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
         **clipping(cfg.protocol),
         val_check_interval=cfg.task.eval_every,
         check_val_every_n_epoch=None,
-        callbacks=[efficiency, checkpoint, last_state, ValidateAtLastStep(), *progress, *extra],
+        callbacks=[
+            efficiency,
+            TrainingOrderState(),
+            checkpoint,
+            last_state,
+            ValidateAtLastStep(),
+            *progress,
+            *extra,
+        ],
         logger=loggers or False,
         default_root_dir=output_dir,
     )
