@@ -34,6 +34,7 @@ from lra.loggers import RunIdentity, build_loggers, finish_loggers
 from lra.model import LRAClassifier
 from lra.module import LRALitModule, NonFiniteLossError
 from lra.naming import attention_budget
+from lra.preemption import lightning_plugins
 from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, job_record, plan_run, record_plan
 from lra.summary import SUMMARY_FILE, format_table, make_summary, now_iso, write_summary
 from lra.training_state import TrainingOrderState
@@ -162,6 +163,7 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
             *extra,
         ],
         logger=loggers or False,
+        plugins=lightning_plugins(),
         default_root_dir=output_dir,
     )
     return TrainerParts(trainer, efficiency, checkpoint)
