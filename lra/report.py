@@ -113,8 +113,9 @@ def failed_section(runs: Sequence[Run]) -> str:
 
 
 WANDB_SECTION = """\
-Every run logs to W&B as `{task}-{attention}-s{seed}`, grouped by task (`group = task`) and tagged with
-its task and attention, with the resolved config (so `attention.name` and every option are config fields).
+Every run logs to W&B as `{task}-{attention}-s{seed}` (with the options its sweep varies), grouped by
+task (`group = task`) and tagged with its task, attention and `budget=N`, with the resolved config (so
+`attention.name` and every option are config fields).
 Runs are offline by default: upload them first with `wandb sync outputs/*/*/wandb/offline-run-*` and
 `wandb sync multirun/*/*/wandb/offline-run-*`. The same comparison as the accuracy table in a W&B workspace:
 
