@@ -5,7 +5,7 @@ mid-epoch would start the epoch's data order again and draw dropout masks (and P
 features) from a freshly seeded generator. ``TrainingOrderState`` adds the rest to every checkpoint:
 
 - the position of the training sampler (``lra.data.EpochPermutationSampler``): the epoch and the
-  index within its permutation where the next batch starts;
+  index within its permutation where the next batch starts (all processes' batches together);
 - the torch (CPU and CUDA), numpy and Python RNG states at the moment of saving.
 
 A resumed run puts both back at the start of training (after Lightning's sanity check, which runs
@@ -60,10 +60,11 @@ class TrainingOrderState(Callback):
     def state_dict(self) -> dict[str, Any]:
         if self.trainer is None:
             return {}
-        batches = self.trainer.fit_loop.epoch_loop.batch_progress.current.completed
-        return {
-            "epoch": self.trainer.current_epoch,
-            "index": batches * self.trainer.datamodule.batch_size,
+        trainer = self.trainer
+        batches = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        return {  # under DDP each process took every world_size-th index of the epoch's permutation
+            "epoch": trainer.current_epoch,
+            "index": batches * trainer.datamodule.batch_size * trainer.world_size,
             "rng": rng_states(),
         }
 

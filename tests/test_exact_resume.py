@@ -30,6 +30,7 @@ def test_the_sampler_resumes_inside_an_epoch_and_starts_the_next_one_whole():
     assert len(list(sampler)) == 10
 
 
+@pytest.mark.slow  # three short trainings per attention
 @pytest.mark.parametrize("attention", ["standard", "performer"])  # dropout; and random features
 def test_interrupted_and_resumed_equals_uninterrupted_bit_for_bit(data_root, tmp_path, attention):
     options = ["protocol.attention_dropout=0.1", "model.dropout=0.2"]

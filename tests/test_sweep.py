@@ -25,7 +25,7 @@ def test_swept_keys_are_the_comma_and_range_overrides_less_task_attention_seed()
 
 
 def test_job_names_carry_the_swept_options(monkeypatch):
-    monkeypatch.delenv(SWEPT_KEYS_ENV, raising=False)
+    monkeypatch.setenv(SWEPT_KEYS_ENV, "")  # restored after the test: later runs sweep nothing
     record_swept_keys(["attention=nystrom,skyformer", "attention.num_landmarks=8,16", "experiment=skyformer"])
     job = ["attention=nystrom", "attention.num_landmarks=16", "experiment=skyformer", "data_root=/x"]
     assert job_name("listops", "nystrom", 0, job) == "listops-nystrom-num_landmarks=16-s0"
