@@ -40,6 +40,8 @@ def main(cfg: DictConfig) -> None:
     logging.getLogger("lightning").handlers.clear()
     # Lightning 2.6 with torch >= 2.10 warns on every step about an internal pytree call.
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+    # Its advice on mid-epoch resumes: the loader's position travels in lra.training_state's callback.
+    warnings.filterwarnings("ignore", message=r".*resuming from a checkpoint that ended before the epoch")
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
     job_overrides = list(hydra_config.overrides.task)
