@@ -21,7 +21,7 @@ from typing import Any
 from lra.naming import short_keys
 from lra.provenance import markdown_table
 from lra.resume import RUN_FILE
-from lra.summary import POINTER_FILE, SUMMARY_FILE
+from lra.summary import POINTER_FILE, SUMMARY_FILE, run_folder
 
 ACTIVE_SECONDS = 600  # a run that wrote nothing for this long is no longer counted as running
 STATES = ("completed", "running", "interrupted", "failed")
@@ -33,12 +33,6 @@ def read_json(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-
-
-def run_folder(job_dir: Path) -> Path:
-    """The folder where the job's run trains: its own, or where its ``resumed.json`` points."""
-    pointer = read_json(job_dir / POINTER_FILE).get("continues")
-    return Path(pointer) if pointer else job_dir
 
 
 def run_folders(roots: Sequence[Path]) -> list[Path]:

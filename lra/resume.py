@@ -127,7 +127,7 @@ def run_folders(roots: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
     for root in dict.fromkeys(Path(root).resolve() for root in roots):
         if not root.is_dir():
             continue
-        for path in [root / RUN_FILE, *root.rglob(RUN_FILE)]:
+        for path in root.rglob(RUN_FILE):  # the root's own run.json too
             run_file = read_run_file(path.parent)
             if run_file is not None:
                 found.setdefault(path.parent, run_file)

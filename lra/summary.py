@@ -231,16 +231,19 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
 POINTER_FILE = "resumed.json"  # in a job folder whose run went on (or had completed) in another folder
 
 
-def job_summary_file(job_dir: Path) -> Path | None:
-    """The summary.json of a job folder's run: its own, or that of the folder its ``resumed.json``
-    points to (a resumed or skipped job); None when there is none (yet)."""
-    own = job_dir / SUMMARY_FILE
-    if own.is_file():
-        return own
+def run_folder(job_dir: Path) -> Path:
+    """Where a job folder's run trains: the folder itself, or the one its ``resumed.json`` points to
+    (a resumed or skipped job)."""
     try:
-        target = Path(json.loads((job_dir / POINTER_FILE).read_text())["continues"]) / SUMMARY_FILE
+        return Path(json.loads((job_dir / POINTER_FILE).read_text())["continues"])
     except (OSError, ValueError, KeyError):
-        return None
+        return job_dir
+
+
+def job_summary_file(job_dir: Path) -> Path | None:
+    """The summary.json of a job folder's run (``run_folder``); None when there is none (yet)."""
+    own = job_dir / SUMMARY_FILE
+    target = own if own.is_file() else run_folder(job_dir) / SUMMARY_FILE
     return target if target.is_file() else None
 
 
