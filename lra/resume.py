@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from lra.errors import ConfigError
@@ -205,6 +206,16 @@ def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunP
     raise FileNotFoundError(
         f"resume={path} is neither a run folder nor a .ckpt file; valid: null, auto, a run folder, a .ckpt"
     )
+
+
+def checkpoint_step(path: Path) -> int:
+    """The global step a Lightning checkpoint was saved at."""
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
+    except Exception as error:
+        raise ConfigError(
+            f"resume: cannot read the checkpoint {path} ({type(error).__name__}); resume from another one"
+        ) from None
 
 
 def new_run_id() -> str:

@@ -35,7 +35,7 @@ from lra.model import LRAClassifier
 from lra.module import LRALitModule, NonFiniteLossError
 from lra.naming import attention_budget
 from lra.preemption import lightning_plugins
-from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, job_record, plan_run, record_plan
+from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, checkpoint_step, job_record, plan_run, record_plan
 from lra.summary import SUMMARY_FILE, format_table, make_summary, now_iso, write_summary
 from lra.training_state import TrainingOrderState
 
@@ -188,16 +188,6 @@ def final_metrics(parts: TrainerParts, test_results: list[dict[str, float]]) -> 
     if test_results:
         metrics.update({key: float(value) for key, value in test_results[0].items()})
     return metrics
-
-
-def checkpoint_step(path: Path) -> int:
-    """The global step a Lightning checkpoint was saved at."""
-    try:
-        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
-    except Exception as error:
-        raise ConfigError(
-            f"resume: cannot read the checkpoint {path} ({type(error).__name__}); resume from another one"
-        ) from None
 
 
 def report_completed(directory: Path) -> dict[str, Any]:
