@@ -4,16 +4,18 @@ final table's option columns, and ``resume=auto`` over a whole sweep (skip, cont
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import tiny_data_overrides
-from test_resume import fake_run, in_process, lra
+from test_resume import SIGNAL_STEP, assert_finished_as_one_run, fake_run, in_process, lra, signal_at
 
 from lra.errors import ConfigError
 from lra.loggers import RunIdentity
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys, run_name, short_keys, swept_keys
 from lra.resume import POINTER_FILE, comparable_config, comparable_overrides, job_fingerprint, plan_run
 from lra.summary import format_table, read_summaries
+from lra.train import run
 
 
 def test_swept_keys_are_the_comma_and_range_overrides_less_task_attention_seed():
@@ -123,3 +125,26 @@ def test_a_restarted_sweep_skips_completed_jobs_continues_interrupted_ones_and_s
         ("8", "completed"),
     ]
     assert "completed earlier" in again.stdout
+
+
+@pytest.mark.slow  # two short trainings in this process
+def test_a_run_folder_set_by_hand_continues_then_reports_its_completed_run(data_root, tmp_path, capsys):
+    """``hydra.run.dir=FOLDER`` again with ``resume=auto``: the run goes on in FOLDER, then is skipped."""
+    folder = tmp_path / "by-hand"
+    stop = signal_at(SIGNAL_STEP, "SIGTERM", tmp_path / "sent")
+    with pytest.raises(SystemExit):
+        run(in_process(data_root, *stop), folder)
+    resumed = run(in_process(data_root, *stop, "resume=auto"), folder, roots_elsewhere(tmp_path))
+    assert resumed["status"] == "completed" and resumed["resumed_from"] == str(
+        folder / "checkpoints" / "last.ckpt"
+    )
+    assert_finished_as_one_run(folder)
+    trained = (folder / "checkpoints" / "last.ckpt").stat().st_mtime_ns
+    again = run(in_process(data_root, *stop, "resume=auto"), folder, roots_elsewhere(tmp_path))
+    assert again == resumed and (folder / "checkpoints" / "last.ckpt").stat().st_mtime_ns == trained
+    assert "(completed earlier)" in capsys.readouterr().out
+
+
+def roots_elsewhere(tmp_path: Path) -> list[Path]:
+    """Output roots that do not hold the run: only the job's own folder can be found."""
+    return [tmp_path / "outputs", tmp_path / "multirun"]
