@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
 
-import attention_zoo
-
 SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
 
@@ -74,6 +72,8 @@ def job_name(task: str, attention: str, seed: int, job_overrides: Sequence[str])
 
 def attention_budget(attention: DictConfig) -> int | None:
     """The value of the attention's budget option (landmarks, projection, features), or None."""
+    import attention_zoo  # here: naming serves the config resolvers, which load before torch
+
     name = attention.name
     option = attention_zoo.spec(name).budget_option if name in attention_zoo.available() else None
     return None if option is None else attention.get(option)
