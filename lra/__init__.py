@@ -6,8 +6,11 @@ Modules:
   (config validation), ``resolvers`` (the ``lra.*`` interpolations of conf/);
 - ``model`` (the shared encoder), ``module`` (the LightningModule), ``data`` (the datamodule),
   ``callbacks`` (perf metrics), ``loggers``, ``resume`` (where a run trains and what it continues),
-  ``memory`` (process RSS, no torch), ``summary`` (summary.json and the final table);
+  ``training_state`` (the loader position and RNG states in checkpoints), ``preemption`` (SLURM
+  requeue through submitit), ``naming`` (job names with the options a sweep varies), ``memory``
+  (process RSS, no torch), ``summary`` (summary.json and the final table);
 - ``runs`` (finished runs as the report reads them), ``report`` (the LRA table of finished runs),
+  ``progress`` (a sweep's jobs by state),
   ``published`` (the papers' numbers), ``provenance`` (machine, rerun command and tables of a
   result), ``bench`` (efficiency and fidelity benchmarks).
 

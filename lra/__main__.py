@@ -32,16 +32,26 @@ def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> None:
-    from lra.train import run  # imported here so that a bad command line fails before torch loads
+    from lra.preemption import SubmititRequeue  # imported here so that a bad command line fails
+    from lra.train import run  # before torch loads
 
     # Hydra's handlers (console and <run dir>/<job>.log) already take Lightning's messages:
     # without this, Lightning's own console handler would print each of them a second time.
     logging.getLogger("lightning").handlers.clear()
     # Lightning 2.6 with torch >= 2.10 warns on every step about an internal pytree call.
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+    # Its advice on mid-epoch resumes: the loader's position travels in lra.training_state's callback.
+    warnings.filterwarnings("ignore", message=r".*resuming from a checkpoint that ended before the epoch")
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
-    summary = run(cfg, output_dir, resume_roots(hydra_config, output_dir))
+    job_overrides = list(hydra_config.overrides.task)
+    requeue = SubmititRequeue.install()  # a SLURM job: pre-emption and time-outs requeue it
+    try:
+        summary = run(cfg, output_dir, resume_roots(hydra_config, output_dir), job_overrides)
+    except SystemExit:
+        if requeue is not None:
+            requeue.requeue()
+        raise
     if summary["status"] != "completed" and hydra_config.mode == RunMode.RUN:
         print(f"lra: {summary['status']}: {summary['error']}", file=sys.stderr, flush=True)
         sys.exit(1)

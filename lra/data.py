@@ -19,19 +19,30 @@ class EpochPermutationSampler(Sampler[int]):
 
     The order of an epoch depends on nothing but the seed and the epoch number (Lightning calls
     ``set_epoch`` at the start of each one), not on how often or when a loader is iterated, so a run
-    and any replay of it (a resumed run, the protocol parity tests) see the same batches.
+    and any replay of it (a resumed run, the protocol parity tests) see the same batches. A run
+    resumed mid-epoch starts its first pass at the index where the interrupted run stopped
+    (``resume_at``, from ``lra.training_state.TrainingOrderState``).
     """
 
     def __init__(self, size: int, seed: int) -> None:
         self.size = size
         self.seed = seed
         self.epoch = 0
+        self.start = 0  # where the next pass over this epoch begins
 
     def set_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self.start = 0
         self.epoch = epoch
 
+    def resume_at(self, epoch: int, index: int) -> None:
+        """Begin the next pass at ``index`` of epoch ``epoch``'s permutation (once)."""
+        self.epoch, self.start = epoch, index
+
     def __iter__(self) -> Iterator[int]:
-        return iter(np.random.default_rng([self.seed, self.epoch]).permutation(self.size).tolist())
+        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.size).tolist()
+        start, self.start = self.start, 0
+        return iter(order[start:])
 
     def __len__(self) -> int:
         return self.size
@@ -75,6 +86,7 @@ class LRADataModule(L.LightningDataModule):
         self.prepare_data_per_node = False  # one process builds a missing set, on a shared file system
         self.splits: dict[str, data_prep.PreparedSplit] = {}
         self.prepared: data_prep.PreparedSet | None = None
+        self.train_sampler: EpochPermutationSampler | None = None
 
     def prepare_data(self) -> None:
         data_prep.ensure_prepared(self.dataset, self.root)
@@ -99,6 +111,7 @@ class LRADataModule(L.LightningDataModule):
                 f"{prepared.name!r} ({train_size} examples)"
             )
         self.prepared = prepared
+        self.train_sampler = EpochPermutationSampler(train_size, self.seed)
 
     def description(self) -> dict:
         """What summary.json records of the prepared set (after ``setup``): the recipe, the set it
@@ -133,8 +146,11 @@ class LRADataModule(L.LightningDataModule):
         return DataLoader(
             self.splits[name],
             batch_size=self.batch_size,
-            sampler=EpochPermutationSampler(len(self.splits[name]), self.seed) if train else None,
+            sampler=self.train_sampler if train else None,
             drop_last=train,
+            # worker seeds from the loader's own generator: creating an iterator leaves the global RNG
+            # (dropout, random features) alone, so a resumed run draws what an uninterrupted one does
+            generator=torch.Generator().manual_seed(self.seed),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),

@@ -1,8 +1,9 @@
 """Lightning loggers from the ``logger`` config node: ``{name: options}`` for each logger to use.
 
 - ``wandb``: W&B, offline unless ``mode: online`` (then a login is required and checked up front,
-  so a run never waits on a network it cannot use); run ``{task}-{attention}-s{seed}``, grouped by
-  task, tagged with task and attention, the resolved config as the run config.
+  so a run never waits on a network it cannot use); run ``{task}-{attention}-s{seed}`` with the
+  options its sweep varies (``lra.naming``), grouped by task, tagged with task, attention and budget
+  (``budget=N``, for an attention with a budget option), the resolved config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``.
 
 A resumed run (``resumed_step`` = the step of its checkpoint) logs to the same W&B run id and keeps
@@ -17,7 +18,7 @@ import netrc
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -26,6 +27,7 @@ from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from omegaconf import DictConfig
 
 from lra.errors import ConfigError
+from lra.naming import run_name
 
 WANDB_MODES = ("offline", "online", "disabled")
 
@@ -38,10 +40,16 @@ class RunIdentity:
     attention: str
     seed: int
     run_id: str
+    options: dict[str, str] = field(default_factory=dict)  # the options its sweep varies
+    budget: int | None = None  # the attention's budget option (landmarks, projection, features)
 
     @property
     def name(self) -> str:
-        return f"{self.task}-{self.attention}-s{self.seed}"
+        return run_name(self.task, self.attention, self.seed, self.options)
+
+    @property
+    def tags(self) -> list[str]:
+        return [self.task, self.attention, *([] if self.budget is None else [f"budget={self.budget}"])]
 
 
 def wandb_credentials_found() -> bool:
@@ -74,7 +82,7 @@ def build_wandb(options: DictConfig, run: RunIdentity, output_dir: Path, resumed
         resume="allow" if resumed_step is not None else None,
         name=run.name,
         group=run.task,
-        tags=[run.task, run.attention],
+        tags=run.tags,
         project=options.project,
         entity=options.entity,
         mode=options.mode,

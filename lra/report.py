@@ -1,4 +1,5 @@
-"""The LRA table of every finished run: ``python -m lra.report [--runs DIR ...] [--out results]``.
+"""The LRA table of every finished run: ``python -m lra.report [--runs DIR ...] [--out results]``;
+with ``--progress``, how far the sweeps under the folders are instead (``lra.progress``).
 
 Reads every ``summary.json`` under the run folders (Hydra's ``outputs/`` for single runs and
 ``multirun/`` for sweeps by default) and writes ``<out>/lra_table.md``: test accuracy per attention
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from lra.progress import progress_table
 from lra.provenance import markdown_table, rerun_command
 from lra.published import ACCURACY, RUN_COST, RUN_COST_PAPER, TASKS
 from lra.runs import GENERATED, Cell, Run, find_runs, latest_per_seed, metric_cells
@@ -111,8 +113,9 @@ def failed_section(runs: Sequence[Run]) -> str:
 
 
 WANDB_SECTION = """\
-Every run logs to W&B as `{task}-{attention}-s{seed}`, grouped by task (`group = task`) and tagged with
-its task and attention, with the resolved config (so `attention.name` and every option are config fields).
+Every run logs to W&B as `{task}-{attention}-s{seed}` (with the options its sweep varies), grouped by
+task (`group = task`) and tagged with its task, attention and `budget=N`, with the resolved config (so
+`attention.name` and every option are config fields).
 Runs are offline by default: upload them first with `wandb sync outputs/*/*/wandb/offline-run-*` and
 `wandb sync multirun/*/*/wandb/offline-run-*`. The same comparison as the accuracy table in a W&B workspace:
 
@@ -234,11 +237,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--runs", nargs="+", type=Path, default=None, help="run folders (default: outputs multirun)"
     )
     parser.add_argument("--out", type=Path, default=Path("results"))
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="print the jobs completed, running, interrupted and failed per task x attention, and stop",
+    )
     args = parser.parse_args(argv)
     missing = [str(root) for root in args.runs or () if not root.is_dir()]
     if missing:
         parser.error(f"--runs folder(s) not found: {', '.join(missing)}")
     roots = args.runs or [root for root in DEFAULT_RUNS if root.is_dir()]
+    if args.progress:
+        print(progress_table(roots or DEFAULT_RUNS))
+        return 0
     runs = split_by_protocol(find_runs(roots))
     if not runs:
         searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))

@@ -7,6 +7,8 @@
 - ``${lra.threads_per_job:DEFAULT}``: under a launcher that runs ``n_jobs`` jobs at once on this machine
   (``hydra/launcher=joblib``), this process's cores divided among them (at least 1), else DEFAULT; the
   ``threads`` key uses it, so parallel jobs do not contend for cores while ``threads=4`` still wins.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name with the options the sweep varies
+  (``lra.naming``), for ``hydra.sweep.subdir``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+
+from lra.naming import job_name
 
 
 def budget(default: int, *, _root_: DictConfig) -> Any:
@@ -67,3 +71,4 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
+    OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)

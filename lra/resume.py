@@ -1,22 +1,32 @@
 """Where a run trains and what it continues from: ``resume=null`` (a fresh run), ``auto`` or a PATH.
 
-Every run folder holds ``run.json`` (its resolved config and W&B run id, written before training)
-and, from its first evaluation on, ``checkpoints/last.ckpt`` (Lightning's full state: model,
-optimizer, LR scheduler, step, loops, callbacks). A resumed run continues in the ORIGINAL folder:
-the same checkpoints, CSV metrics, W&B run id and summary.json, so reports see one run. The new
-Hydra folder of the resuming command keeps only its logs and ``resumed.json``, a pointer to the
-folder where the run went on.
+"The same job" is one definition, ``comparable_config``: the resolved config less ``IGNORED_KEYS``
+(paths, worker and thread counts, ``resume``: where and how a job executes, not what it computes);
+``job_fingerprint`` is its short hash, stored in ``run.json`` and ``summary.json``.
 
-- ``resume=auto``: the newest run (by the time of its last checkpoint) under the output roots whose
-  summary.json is missing or not ``completed``, that has a last checkpoint, and whose resolved config
-  equals this one apart from ``IGNORED_KEYS``; none: a fresh run, and the log says so.
+Every run folder holds ``run.json`` (that config, its fingerprint, the job's name, varied options and
+command-line overrides, and its W&B run id, written before training) and, from its first evaluation
+on, ``checkpoints/last.ckpt`` (Lightning's full state: model, optimizer, LR scheduler, step, loops,
+callbacks, the loader's position and the RNG states). A resumed run continues in the ORIGINAL
+folder: the same checkpoints, CSV metrics, W&B run id and summary.json, so reports see one run. The
+new Hydra folder of the resuming command keeps only its logs and ``resumed.json``, a pointer to the
+folder where the run went on (or, for a skipped job, where it completed).
+
+- ``resume=auto`` (what a restarted sweep uses), for each job in turn: continue the newest unfinished
+  run of the same job under the output roots (and the job's own folder) that has a last checkpoint;
+  else, when a run of the same job completed, skip the job and report that run's summary.json;
+  else start afresh. A run of the same command-line overrides but another config (the config files
+  changed since) is refused with one line instead: ``resume=null`` starts it afresh.
 - ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``) or a ``.ckpt`` file. A checkpoint
   inside a run folder continues that folder (its config must equal this one); any other ``.ckpt``
   starts this run's new folder from its state.
+- ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
+  with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.preemption``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import uuid
@@ -25,28 +35,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from lra.errors import ConfigError
-from lra.summary import SUMMARY_FILE, write_json
+from lra.naming import run_name, varied_options
+from lra.summary import POINTER_FILE, SUMMARY_FILE, write_json
 
 log = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
-POINTER_FILE = "resumed.json"
 CHECKPOINT_DIR = "checkpoints"
 LAST_CHECKPOINT = "last"  # checkpoints/last.ckpt
 # Keys that say how or where a run executes, not what it computes: a run may resume with others.
-IGNORED_KEYS = ("resume", "num_workers", "threads")
+IGNORED_KEYS = ("resume", "num_workers", "threads", "data_root")
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """Where this run writes (``directory``), its W&B run id, and the checkpoint it continues (or None)."""
+    """Where this run writes (``directory``), its W&B run id, and the checkpoint it continues (or None);
+    ``completed``: the job already completed in ``directory``, nothing is to be trained."""
 
     directory: Path
     wandb_run_id: str
     checkpoint: Path | None = None
+    completed: bool = False
 
 
 def last_checkpoint(directory: Path) -> Path:
@@ -57,6 +70,31 @@ def comparable_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config without ``IGNORED_KEYS``: two runs with equal ones compute the same thing."""
     config = OmegaConf.to_container(cfg, resolve=True)
     return {key: value for key, value in config.items() if key not in IGNORED_KEYS}
+
+
+def job_fingerprint(config: dict[str, Any]) -> str:
+    """A short hash of a ``comparable_config``: equal for the same job, whatever folder or machine."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:
+    """A job's command-line overrides less those of ``IGNORED_KEYS``: what a re-run of its command repeats."""
+    return sorted(o for o in job_overrides if o.lstrip("+~").split("=", 1)[0] not in IGNORED_KEYS)
+
+
+def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
+    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``) and
+    the ``fingerprint`` of what it computes (``lra.resume``)."""
+    options = varied_options(job_overrides)
+    try:
+        fingerprint = job_fingerprint(comparable_config(cfg))
+    except Exception:  # a config that does not resolve: the run fails on it and names the reason
+        fingerprint = None
+    return {
+        "name": run_name(cfg.task.name, cfg.attention.name, cfg.seed, options),
+        "options": options,
+        "fingerprint": fingerprint,
+    }
 
 
 def read_run_file(directory: Path) -> dict[str, Any] | None:
@@ -84,16 +122,55 @@ def differing_keys(first: Any, second: Any, prefix: str = "") -> list[str]:
     ]
 
 
+def run_folders(roots: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """Every run folder under ``roots`` (or a root itself) with its ``run.json``, each once."""
+    found: dict[Path, dict[str, Any]] = {}
+    for root in dict.fromkeys(Path(root).resolve() for root in roots):
+        if not root.is_dir():
+            continue
+        for path in root.rglob(RUN_FILE):  # the root's own run.json too
+            run_file = read_run_file(path.parent)
+            if run_file is not None:
+                found.setdefault(path.parent, run_file)
+    return list(found.items())
+
+
 def find_unfinished_run(roots: Sequence[Path], config: dict[str, Any]) -> Path | None:
     """The run folder under ``roots`` that ``resume=auto`` continues (see the module docstring), or None."""
     candidates = []
-    for root in dict.fromkeys(Path(root).resolve() for root in roots):
-        for checkpoint in root.rglob(f"{CHECKPOINT_DIR}/{LAST_CHECKPOINT}.ckpt"):
-            directory = checkpoint.parent.parent
-            run_file = read_run_file(directory)
-            if run_file and run_file["config"] == config and run_status(directory) != "completed":
-                candidates.append((checkpoint.stat().st_mtime, directory))
+    for directory, run_file in run_folders(roots):
+        checkpoint = last_checkpoint(directory)
+        if run_file["config"] == config and checkpoint.is_file() and run_status(directory) != "completed":
+            candidates.append((checkpoint.stat().st_mtime, directory))
     return max(candidates)[1] if candidates else None
+
+
+def find_completed_run(roots: Sequence[Path], config: dict[str, Any]) -> Path | None:
+    """The newest run folder under ``roots`` where a run of this config completed, or None."""
+    candidates = [
+        ((directory / SUMMARY_FILE).stat().st_mtime, directory)
+        for directory, run_file in run_folders(roots)
+        if run_file["config"] == config and run_status(directory) == "completed"
+    ]
+    return max(candidates)[1] if candidates else None
+
+
+def check_same_command_same_config(
+    roots: Sequence[Path], config: dict[str, Any], job_overrides: Sequence[str]
+) -> None:
+    """A ``ConfigError`` when a run of the same command-line overrides had another config: re-running a
+    sweep after its config files changed would otherwise start a different job under the same name."""
+    overrides = comparable_overrides(job_overrides)
+    if not overrides:
+        return
+    for directory, run_file in run_folders(roots):
+        if run_file.get("overrides") == overrides and run_file["config"] != config:
+            differing = [key.rstrip(".") for key in differing_keys(run_file["config"], config)]
+            raise ConfigError(
+                f"resume=auto: the earlier run of this job in {directory} had another config "
+                f"({', '.join(differing[:5])} differ: the config changed since); restore it, "
+                "or resume=null to start this job afresh"
+            )
 
 
 def continued_run(directory: Path, checkpoint: Path, config: dict[str, Any]) -> RunPlan:
@@ -131,41 +208,78 @@ def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunP
     )
 
 
+def checkpoint_step(path: Path) -> int:
+    """The global step a Lightning checkpoint was saved at."""
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
+    except Exception as error:
+        raise ConfigError(
+            f"resume: cannot read the checkpoint {path} ({type(error).__name__}); resume from another one"
+        ) from None
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def plan_run(cfg: DictConfig, output_dir: Path, roots: Sequence[Path] = ()) -> RunPlan:
-    """Where the run of ``cfg`` trains, after ``cfg.resume``; ``roots``: what ``resume=auto`` searches."""
+def plan_auto(
+    config: dict[str, Any], output_dir: Path, roots: Sequence[Path], job_overrides: Sequence[str]
+) -> RunPlan:
+    """``resume=auto``: continue, skip as completed, refuse (changed config) or start afresh."""
+    searched = [output_dir, *roots]
+    unfinished = find_unfinished_run(searched, config)
+    if unfinished is not None:
+        return continued_run(unfinished, last_checkpoint(unfinished), config)
+    completed = find_completed_run(searched, config)
+    if completed is not None:
+        log.info("resume=auto: this job completed in %s; reporting that run, nothing is trained", completed)
+        return RunPlan(completed, read_run_file(completed)["wandb_run_id"], completed=True)
+    check_same_command_same_config(searched, config, job_overrides)
+    log.info(
+        "resume=auto: no unfinished run of this config with a checkpoint under %s, and none completed; "
+        "starting afresh",
+        ", ".join(str(root) for root in roots) or "(no output root)",
+    )
+    return RunPlan(output_dir, new_run_id())
+
+
+def plan_run(
+    cfg: DictConfig, output_dir: Path, roots: Sequence[Path] = (), job_overrides: Sequence[str] = ()
+) -> RunPlan:
+    """Where the run of ``cfg`` trains, after ``cfg.resume`` (module docstring); ``roots``: what
+    ``resume=auto`` searches; ``job_overrides``: the job's command-line overrides."""
     config = comparable_config(cfg)
     resume = cfg.resume
     if resume is None:
-        return RunPlan(output_dir, new_run_id())
-    if resume == "auto":
-        found = find_unfinished_run(roots, config)
-        if found is None:
-            log.info(
-                "resume=auto: no unfinished run of this config with a checkpoint under %s; starting afresh",
-                ", ".join(str(root) for root in roots) or "(no output root)",
-            )
+        own = find_unfinished_run([output_dir], config) if (output_dir / RUN_FILE).is_file() else None
+        if own != output_dir.resolve():
             return RunPlan(output_dir, new_run_id())
-        plan = continued_run(found, last_checkpoint(found), config)
+        plan = continued_run(output_dir, last_checkpoint(output_dir), config)
+    elif resume == "auto":
+        plan = plan_auto(config, output_dir, roots, job_overrides)
+        if plan.checkpoint is None:
+            return plan
     else:
         plan = plan_from_path(Path(str(resume)).expanduser().resolve(), output_dir, config)
     log.info("Resuming from %s in %s", plan.checkpoint, plan.directory)
     return plan
 
 
-def record_plan(plan: RunPlan, cfg: DictConfig, output_dir: Path) -> None:
+def record_plan(
+    plan: RunPlan, cfg: DictConfig, output_dir: Path, job: dict[str, Any], job_overrides: Sequence[str]
+) -> None:
     """``run.json`` in the run's own folder, or ``resumed.json`` in ``output_dir`` if it goes on elsewhere."""
     if plan.directory.resolve() == output_dir.resolve():
-        write_json(
-            output_dir / RUN_FILE, {"config": comparable_config(cfg), "wandb_run_id": plan.wandb_run_id}
-        )
+        record = {
+            "config": comparable_config(cfg),
+            **job,
+            "overrides": comparable_overrides(job_overrides),
+            "wandb_run_id": plan.wandb_run_id,
+        }
+        write_json(output_dir / RUN_FILE, record)
     else:
-        write_json(
-            output_dir / POINTER_FILE, {"continues": str(plan.directory), "checkpoint": str(plan.checkpoint)}
-        )
+        pointer = {"continues": str(plan.directory), "checkpoint": str(plan.checkpoint)}
+        write_json(output_dir / POINTER_FILE, {**pointer, "skipped_as_completed": plan.completed})
 
 
 def static_root(pattern: str, fallback: Path) -> Path:

@@ -12,7 +12,9 @@ summary.json (``lra.report`` reads it)::
              null when the run stopped before loading it),
      "protocol": {"schedule", "clip", "clip_value", "select_after", "attention_dropout"} (how it
              trained; clip_value null without clipping, attention_dropout null for a core without it),
-     "resumed_from": the checkpoint this segment of the run continued from, or null}
+     "resumed_from": the checkpoint this segment of the run continued from, or null,
+     "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {the options its sweep
+             varies: value}, "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
 
 ``seed`` seeds the model, the training order and every random draw of a run; ``data.seed`` is the seed
 the prepared set was built with. A resumed run has one summary.json, in its original folder; its
@@ -33,6 +35,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback as HydraCallback
 from omegaconf import DictConfig, OmegaConf
+
+from lra.naming import record_swept_keys, short_keys
 
 SUMMARY_FILE = "summary.json"
 STATUSES = ("completed", "failed", "nan", "interrupted")
@@ -124,8 +128,10 @@ def make_summary(
     output_dir: Path,
     data: dict[str, Any] | None = None,
     resumed_from: Path | None = None,
+    job: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The summary.json record of one run (see the module docstring)."""
+    """The summary.json record of one run (see the module docstring); ``job``: its ``name``, varied
+    ``options`` and ``fingerprint`` (``lra.resume.job_record``)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     config = plain_config(cfg)
@@ -146,6 +152,7 @@ def make_summary(
         "data": data,
         "protocol": protocol_record(config),
         "resumed_from": None if resumed_from is None else str(resumed_from),
+        **(job or {}),
     }
 
 
@@ -186,11 +193,18 @@ def format_memory(metrics: dict[str, Any]) -> str:
 TABLE_COLUMNS = ("task", "attention", "seed", "status", "best val acc", "test acc", "time", "peak memory")
 
 
-def table_row(summary: dict[str, Any]) -> tuple[str, ...]:
+def option_columns(summaries: list[dict[str, Any]]) -> list[str]:
+    """The options the jobs' sweep varies (summary.json ``options``), in the order first seen."""
+    return list(dict.fromkeys(key for summary in summaries for key in summary.get("options") or {}))
+
+
+def table_row(summary: dict[str, Any], options: list[str]) -> tuple[str, ...]:
     metrics = summary["metrics"]
+    values = summary.get("options") or {}
     return (
         summary["task"],
         summary["attention"],
+        *(str(values.get(key, "-")) for key in options),
         str(summary["seed"]),
         summary["status"],
         format_accuracy(metrics.get("val/acc_best")),
@@ -201,9 +215,12 @@ def table_row(summary: dict[str, Any]) -> tuple[str, ...]:
 
 
 def format_table(summaries: list[dict[str, Any]]) -> str:
-    """A plain-text table: task, attention, seed, status, best val acc, test acc, time, peak memory."""
-    rows = [TABLE_COLUMNS, *(table_row(summary) for summary in summaries)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
+    """A plain-text table: task, attention, a column per option the sweep varies, seed, status, best val
+    acc, test acc, time, peak memory."""
+    options = option_columns(summaries)
+    header = (*TABLE_COLUMNS[:2], *short_keys(options).values(), *TABLE_COLUMNS[2:])
+    rows = [header, *(table_row(summary, options) for summary in summaries)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
@@ -211,10 +228,32 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+POINTER_FILE = "resumed.json"  # in a job folder whose run went on (or had completed) in another folder
+
+
+def run_folder(job_dir: Path) -> Path:
+    """Where a job folder's run trains: the folder itself, or the one its ``resumed.json`` points to
+    (a resumed or skipped job)."""
+    try:
+        return Path(json.loads((job_dir / POINTER_FILE).read_text())["continues"])
+    except (OSError, ValueError, KeyError):
+        return job_dir
+
+
+def job_summary_file(job_dir: Path) -> Path | None:
+    """The summary.json of a job folder's run (``run_folder``); None when there is none (yet)."""
+    own = job_dir / SUMMARY_FILE
+    target = own if own.is_file() else run_folder(job_dir) / SUMMARY_FILE
+    return target if target.is_file() else None
+
+
 def read_summaries(directory: Path) -> list[dict[str, Any]]:
-    """Every summary.json under ``directory``, in job order."""
-    paths = sorted(directory.glob(f"*/{SUMMARY_FILE}"), key=lambda path: job_number(path.parent.name))
-    return [json.loads(path.read_text()) for path in paths]
+    """The summary of every job folder in the sweep folder ``directory``, in job order."""
+    folders = sorted(
+        (path for path in directory.iterdir() if path.is_dir()), key=lambda p: job_number(p.name)
+    )
+    files = [job_summary_file(folder) for folder in folders]
+    return [json.loads(path.read_text()) for path in files if path is not None]
 
 
 def job_number(folder_name: str) -> tuple[int, str]:
@@ -224,11 +263,16 @@ def job_number(folder_name: str) -> tuple[int, str]:
 
 
 class SweepSummary(HydraCallback):
-    """After a multirun: print the table of every job and exit non-zero when any job did not complete.
+    """Before a multirun: hand the keys it sweeps to its jobs, which name themselves with them
+    (``lra.naming``). After it: print the table of every job, with a column per swept option, and
+    exit non-zero when any job did not complete.
 
     Each job records its own outcome in its summary.json and the sweep goes on past a failed job;
     this is the one place that reports the sweep as a whole.
     """
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        record_swept_keys(list(config.hydra.overrides.task))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -7,6 +7,7 @@ Everything a run is made of is built here (``build_model``, ``build_module``, ``
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import traceback
@@ -32,8 +33,11 @@ from lra.errors import ConfigError
 from lra.loggers import RunIdentity, build_loggers, finish_loggers
 from lra.model import LRAClassifier
 from lra.module import LRALitModule, NonFiniteLossError
-from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, plan_run, record_plan
-from lra.summary import format_table, make_summary, now_iso, write_summary
+from lra.naming import attention_budget
+from lra.preemption import lightning_plugins
+from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, checkpoint_step, job_record, plan_run, record_plan
+from lra.summary import SUMMARY_FILE, format_table, make_summary, now_iso, write_summary
+from lra.training_state import TrainingOrderState
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
@@ -149,8 +153,17 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
         **clipping(cfg.protocol),
         val_check_interval=cfg.task.eval_every,
         check_val_every_n_epoch=None,
-        callbacks=[efficiency, checkpoint, last_state, ValidateAtLastStep(), *progress, *extra],
+        callbacks=[
+            efficiency,
+            TrainingOrderState(),
+            checkpoint,
+            last_state,
+            ValidateAtLastStep(),
+            *progress,
+            *extra,
+        ],
         logger=loggers or False,
+        plugins=lightning_plugins(),
         default_root_dir=output_dir,
     )
     return TrainerParts(trainer, efficiency, checkpoint)
@@ -177,27 +190,31 @@ def final_metrics(parts: TrainerParts, test_results: list[dict[str, float]]) -> 
     return metrics
 
 
-def checkpoint_step(path: Path) -> int:
-    """The global step a Lightning checkpoint was saved at."""
-    try:
-        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
-    except Exception as error:
-        raise ConfigError(
-            f"resume: cannot read the checkpoint {path} ({type(error).__name__}); resume from another one"
-        ) from None
+def report_completed(directory: Path) -> dict[str, Any]:
+    """The summary of a job that already completed in ``directory`` (``resume=auto`` skips it)."""
+    summary = json.loads((directory / SUMMARY_FILE).read_text())
+    if rank_zero_only.rank == 0:
+        print(f"\n{format_table([summary])}\nsummary: {directory / SUMMARY_FILE} (completed earlier)")
+    return summary
 
 
-def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) -> dict[str, Any]:
+def run(
+    cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = (), job_overrides: Sequence[str] = ()
+) -> dict[str, Any]:
     """Run one job and return its summary; the outcome is recorded, never raised (except on Ctrl+C/SIGTERM).
 
     Status ``completed``, ``failed`` (bad config, missing data, an error), ``nan`` (a NaN/inf loss)
     or ``interrupted`` (SIGTERM or Ctrl+C: the state is saved to ``checkpoints/last.ckpt``, then
     ``SystemExit``). ``output_dir`` is the job's folder; a resumed run (``cfg.resume``, see
     ``lra.resume``; ``resume_roots`` are the folders ``resume=auto`` searches) trains and writes in
-    the folder it continues. Process 0 writes ``summary.json`` there and prints the final table.
+    the folder it continues, and a job that already completed there is reported, not trained again.
+    ``job_overrides``: the job's command-line overrides (they name it, ``lra.naming``). Process 0
+    writes ``summary.json`` in the run's folder and prints the final table.
     """
     output_dir = Path(output_dir)
     run_dir = output_dir
+    job = job_record(cfg, job_overrides)
+    completed_earlier: dict[str, Any] | None = None
     started = now_iso()
     status, error = "completed", None
     loggers: list[Logger] = []
@@ -207,9 +224,12 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
     metrics: dict[str, Any] = {}
     try:
         check_config(cfg)
-        plan = plan_run(cfg, output_dir, resume_roots)
+        plan = plan_run(cfg, output_dir, resume_roots, job_overrides)
         if rank_zero_only.rank == 0:
-            record_plan(plan, cfg, output_dir)
+            record_plan(plan, cfg, output_dir, job, job_overrides)
+        if plan.completed:
+            completed_earlier = report_completed(plan.directory)
+            return completed_earlier
         run_dir, resumed_from = plan.directory, plan.checkpoint
         resumed_step = None if resumed_from is None else checkpoint_step(resumed_from)
         if cfg.threads is not None:
@@ -220,7 +240,14 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
         if rank_zero_only.rank == 0:  # a missing set is built (or reported) before any logger starts
             datamodule.prepare_data()
             datamodule.setup("fit")
-        run_identity = RunIdentity(cfg.task.name, cfg.attention.name, cfg.seed, plan.wandb_run_id)
+        run_identity = RunIdentity(
+            cfg.task.name,
+            cfg.attention.name,
+            cfg.seed,
+            plan.wandb_run_id,
+            job["options"],
+            attention_budget(cfg.attention),
+        )
         loggers = build_loggers(
             cfg.logger, run_identity, run_dir, OmegaConf.to_container(cfg, resolve=True), resumed_step
         )
@@ -255,7 +282,7 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
         finish_loggers(loggers)
         if status != "completed" and parts is not None:
             metrics = {**parts.efficiency.metrics, "train/steps": parts.trainer.global_step, **metrics}
-        summary = make_summary(
+        summary = completed_earlier or make_summary(
             cfg,
             status=status,
             error=error,
@@ -265,8 +292,9 @@ def run(cfg: DictConfig, output_dir: Path, resume_roots: Sequence[Path] = ()) ->
             output_dir=run_dir,
             data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
             resumed_from=resumed_from,
+            job=job,
         )
-        if rank_zero_only.rank == 0:
+        if rank_zero_only.rank == 0 and completed_earlier is None:  # a skipped job keeps its summary
             path = write_summary(summary, run_dir)
             print(f"\n{format_table([summary])}\nsummary: {path}", flush=True)
             if status == "interrupted":  # the process exits now: say why, as a failed single run does

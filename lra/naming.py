@@ -1,0 +1,79 @@
+"""Names that say what ran: ``{task}-{attention}[-{option}={value}...]-s{seed}``.
+
+A sweep's job folders, W&B run names and final table name every option the sweep varies, so that
+``attention.num_landmarks=8,16`` gives ``listops-nystrom-num_landmarks=8-s0`` and
+``listops-nystrom-num_landmarks=16-s0`` instead of two ``listops-nystrom-s0``.
+
+The swept keys are read from the multirun command line once, when the sweep starts
+(``lra.summary.SweepSummary.on_multirun_start`` calls ``record_swept_keys``), and handed to every job
+through the environment variable ``LRA_SWEPT_KEYS``, which local, joblib and SLURM (submitit) jobs
+inherit. Each job takes its own values of those keys from its overrides. Task, attention and seed
+are in every name already; a single run varies nothing and is named ``{task}-{attention}-s{seed}``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig
+
+SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
+ALWAYS_NAMED = ("task", "attention", "seed")
+
+
+def parse(overrides: Sequence[str]) -> list:
+    return OverridesParser.create().parse_overrides([str(override) for override in overrides])
+
+
+def swept_keys(overrides: Sequence[str]) -> list[str]:
+    """The keys (or config groups) that a multirun command line sweeps, less ``ALWAYS_NAMED``."""
+    keys = [override.key_or_group for override in parse(overrides) if override.is_sweep_override()]
+    return [key for key in dict.fromkeys(keys) if key not in ALWAYS_NAMED]
+
+
+def record_swept_keys(overrides: Sequence[str]) -> None:
+    """Hand the swept keys of this multirun command line to its jobs (see the module docstring)."""
+    os.environ[SWEPT_KEYS_ENV] = " ".join(swept_keys(overrides))
+
+
+def varied_options(job_overrides: Sequence[str]) -> dict[str, str]:
+    """``{key: value}`` of this job for each key its sweep varies (``LRA_SWEPT_KEYS``), in sweep order."""
+    swept = os.environ.get(SWEPT_KEYS_ENV, "").split()
+    values = {override.key_or_group: override.get_value_element_as_str() for override in parse(job_overrides)}
+    return {key: values[key] for key in swept if key in values}
+
+
+def short_keys(keys: Sequence[str]) -> dict[str, str]:
+    """Each dotted key by its last part (``attention.num_landmarks`` -> ``num_landmarks``), unless two
+    keys share that last part: then both keep their full key."""
+    last = {key: key.rsplit(".", 1)[-1].rsplit("/", 1)[-1] for key in keys}
+    shared = {part for part in last.values() if list(last.values()).count(part) > 1}
+    return {key: key if part in shared else part for key, part in last.items()}
+
+
+def options_label(options: dict[str, str]) -> str:
+    """``num_landmarks=16-lr=0.001``: the varied options as a name part (no ``/`` in folder names)."""
+    short = short_keys(list(options))
+    return "-".join(f"{short[key]}={value}".replace("/", "_") for key, value in options.items())
+
+
+def run_name(task: str, attention: str, seed: int, options: dict[str, str]) -> str:
+    """``listops-nystrom-num_landmarks=16-s0``: what one run of a sweep computed."""
+    label = options_label(options)
+    return f"{task}-{attention}{'-' + label if label else ''}-s{seed}"
+
+
+def job_name(task: str, attention: str, seed: int, job_overrides: Sequence[str]) -> str:
+    """The ``${lra.job_name:...}`` resolver of ``hydra.sweep.subdir``: ``run_name`` of a job's overrides."""
+    return run_name(task, attention, seed, varied_options(job_overrides))
+
+
+def attention_budget(attention: DictConfig) -> int | None:
+    """The value of the attention's budget option (landmarks, projection, features), or None."""
+    import attention_zoo  # here: naming serves the config resolvers, which load before torch
+
+    name = attention.name
+    option = attention_zoo.spec(name).budget_option if name in attention_zoo.available() else None
+    return None if option is None else attention.get(option)
