@@ -49,7 +49,7 @@ class Layout:
       ``centre_inside`` (s,) bool whether the paddle's end and pivot then fall in the image;
     - ``seed_kernels`` (360, k): each first paddle's seed kernel as flat offsets (rows padded by
       repeating their last entry); ``seed_blocked`` (360,) bool: the keys whose seed always fails
-      (``blocked``);
+      (``blocked``), ``seed_open`` the other keys;
     - ``empty`` (W, W): the occupancy mask with the padding border on; ``inside`` (W * W,) 1.0
       on image pixels, else 0.0; ``edge`` (W * W,) bool: the image's outermost pixels.
     """
@@ -77,6 +77,7 @@ class Layout:
         kernels = [self.shapes.flat(paddle.seed_kernel) for paddle in self.paddles[:SEED_KEYS]]
         self.seed_kernels = np.array([_pad_row(kernel, max(map(len, kernels))) for kernel in kernels])
         self.seed_blocked = np.array([blocked(p.seed_kernel, self.size) for p in self.paddles[:SEED_KEYS]])
+        self.seed_open = np.flatnonzero(~self.seed_blocked)
         self.mask_offsets, self.mask_values = _table([(p.mask_offsets, p.mask_values) for p in self.paddles])
         self.line_offsets, self.line_values = _table([(p.line_offsets, p.line_values) for p in self.paddles])
         self.advance = _moves(angles, shapes.length + 2 * margin)

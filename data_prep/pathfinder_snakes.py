@@ -131,7 +131,9 @@ def _seed_pairs(draws: Draws, layout: Layout, attempts: Attempts) -> None:
     """The first paddles of both main snakes of every attempt (see the module docstring)."""
     rows, tries = np.arange(len(attempts.owners)), PADDLE_TRIES
     numbers = draws.take(attempts.owners, 4 * tries)
-    keys = choose(numbers[:, :tries], SEED_KEYS)
+    # A blocked first key restarts the pair, as does every failure before the paddle is placed, so
+    # the kept first paddle is a draw among the open keys: made here directly.
+    keys = layout.seed_open[choose(numbers[:, :tries], len(layout.seed_open))]
     available = layout.centre_count[keys]
     picks = layout.centre_first[keys] + choose(numbers[:, tries : 2 * tries], np.maximum(available, 1))
     outcome = np.where((available == 0) | layout.seed_blocked[keys], 2, layout.centre_inside[picks])
