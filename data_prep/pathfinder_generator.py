@@ -11,7 +11,10 @@ An image of R×R pixels (settings per size: ``pathfinder_settings``) is drawn as
    by an angle weighed by cos²(min(turn × continuity, 90°)) and must not overlap the occupancy mask
    of the paddles already placed (``pathfinder_snakes``); a pair that fails is drawn again;
 3. *distractor snakes* (contour length // 3 paddles, budget // that many of them) grow anywhere
-   free, each dropped after 5 failed tries;
+   free, each dropped after 5 failed tries; as in the original, a snake whose first paddle's angle
+   has a seed kernel that can leave the image fails that try at once (the original's OpenCV
+   dilation pads float masks with -DBL_MAX, read as "no free start": ``Layout.seed_blocked``), so
+   only about a third of them are placed at 32×32;
 4. two marker discs go on path ends: label 1, the first paddle's start and the last paddle's head
    of one main snake; label 0, the first paddle's start of one and the last head of the other;
 5. main snakes are drawn at snake × paddle contrast, distractors at snake contrast, markers at 1,

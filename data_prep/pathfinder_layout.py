@@ -48,7 +48,8 @@ class Layout:
       and ``centre_count`` (360,) where each key's run begins and how long it is, and
       ``centre_inside`` (s,) bool whether the paddle's end and pivot then fall in the image;
     - ``seed_kernels`` (360, k): each first paddle's seed kernel as flat offsets (rows padded by
-      repeating their last entry);
+      repeating their last entry); ``seed_blocked`` (360,) bool: the keys whose seed always fails
+      (``blocked``), ``seed_open`` the other keys;
     - ``empty`` (W, W): the occupancy mask with the padding border on; ``inside`` (W * W,) 1.0
       on image pixels, else 0.0; ``edge`` (W * W,) bool: the image's outermost pixels.
     """
@@ -75,6 +76,8 @@ class Layout:
         angles = np.concatenate([seed_angles, shapes.step_angles])
         kernels = [self.shapes.flat(paddle.seed_kernel) for paddle in self.paddles[:SEED_KEYS]]
         self.seed_kernels = np.array([_pad_row(kernel, max(map(len, kernels))) for kernel in kernels])
+        self.seed_blocked = np.array([blocked(p.seed_kernel, self.size) for p in self.paddles[:SEED_KEYS]])
+        self.seed_open = np.flatnonzero(~self.seed_blocked)
         self.mask_offsets, self.mask_values = _table([(p.mask_offsets, p.mask_values) for p in self.paddles])
         self.line_offsets, self.line_values = _table([(p.line_offsets, p.line_values) for p in self.paddles])
         self.advance = _moves(angles, shapes.length + 2 * margin)
@@ -117,6 +120,21 @@ class Layout:
     def in_image(self, points: np.ndarray) -> np.ndarray:
         """Whether each of ``points`` (..., 2) is an image pixel: (...) bool."""
         return ((points >= 0) & (points < self.size)).all(axis=-1)
+
+
+def blocked(kernel: np.ndarray, size: int) -> bool:
+    """Whether a first paddle with seed kernel ``kernel`` (k, 2) can never start a snake on a
+    ``size``-pixel image, as in the original: there, seeding dilates the (float) occupancy mask
+    with the kernel using OpenCV's ``cv2.dilate``, which pads a float image with -DBL_MAX
+    (``createMorphologyFilter``, imgproc/src/morph.cpp), so an image pixel whose kernel lies wholly
+    outside the image comes out negative; the original's ``find_available_coordinates`` answers
+    "no free start" for any mask with a negative value, and the seed fails at once. That happens
+    when the kernel's offsets all leave the image from some corner (they sit one pixel off the
+    paddle, so for many angles all point down or right)."""
+    rows = np.arange(size)[:, None, None] + kernel[:, 0]  # (size, 1, k)
+    cols = np.arange(size)[None, :, None] + kernel[:, 1]  # (1, size, k)
+    inside = (rows >= 0) & (rows < size) & (cols >= 0) & (cols < size)
+    return bool((~inside.any(axis=2)).any())
 
 
 def _pad_row(values: np.ndarray, length: int) -> np.ndarray:

@@ -4,12 +4,14 @@ The *occupancy mask* of an image is the maximum of the masks of the paddles plac
 ``pathfinder_shapes``), with the image's ``padding`` border set to 1; pixels outside the image
 never count (the original cut everything to the image).
 
-- **Seeding** a snake draws its first paddle's angle (a whole degree) and, uniformly, a start at
-  which every pixel of the paddle's seed kernel (its fully-on mask pixels, one pixel off, as in
-  the original's dilation) that lies in the image is free (mask ≤ 0.3) and out of a band along
-  the edges; a start whose paddle end or pivot falls outside the image is drawn again
-  (``PADDLE_TRIES`` in all), and a snake with no possible start fails. Distractors also fail when
-  less than 1% of the image is free.
+- **Seeding** a snake draws its first paddle's angle (a whole degree); an angle whose seed kernel
+  (its fully-on mask pixels, one pixel off, as the original's dilation kernel) lies wholly outside
+  the image from some pixel fails at once (``Layout.seed_blocked``: the original's OpenCV dilation
+  pads with -DBL_MAX and a negative mask means "no free start"; 330 of 360 angles at 32 px).
+  Otherwise a start is drawn uniformly among those where every kernel pixel in the image is free
+  (mask ≤ 0.3) and out of a band along the edges; a start whose paddle end or pivot falls outside
+  the image is drawn again (``PADDLE_TRIES`` in all). Distractors also fail when less than 1% of
+  the image is free.
 - **Extending** a snake moves its pivot by ``length + 2 margin`` along its last paddle and weighs
   each candidate head around it (``PaddleSet.steps``) by ``1 - mask`` (the mask grown by a disc of
   the margin) times ``cos²(min(turn * continuity, 90°))``; a drawn head is kept when the new
@@ -25,113 +27,29 @@ never count (the original cut everything to the image).
 - **Distractor snakes** start anywhere free (band 1) and grow to their length; a snake that fails
   is dropped after ``DISTRACTOR_TRIES`` tries, and the image keeps as many as succeeded.
 
-For speed, many *attempts* are grown in lockstep with numpy: the main pairs of many images, each
-image trying a batch of pairs at once (16, then 32, 64, ... until one succeeds: the first success
-in a batch is what trying them one by one would keep), and the distractors of many images. A
-distractor's start is drawn among ``PROPOSALS`` random pixels first (the first free one is a
-uniform draw among the free starts), and among all free starts only when none of them is free.
-Each attempt takes its random numbers from its own image's buffer (``Draws``), in an order that
-depends only on that image, so an image is the same whatever other images share its batch.
+For speed, attempts are grown in lockstep with numpy: main pairs in batches per image (16, 32,
+... until one succeeds; the first success is what trying them one by one would keep) and the
+distractors of many images. A distractor's start is drawn among ``PROPOSALS`` random pixels (the
+first free one is a uniform draw among the free starts), or among all free starts when none is.
+Random numbers come from each image's own buffer (``Draws``), so an image does not depend on
+which other images share its batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 
+from data_prep.pathfinder_attempts import LAST_BATCH, Attempts, Draws, Snake, choose
 from data_prep.pathfinder_layout import FREE, SEED_KEYS, Layout, starts
 from data_prep.pathfinder_settings import DISTRACTOR_TRIES, PADDLE_TRIES
 
 CROWDED = 1.8  # a paddle's mask plus the occupancy mask must stay below this
 MIN_FREE_SHARE = 0.01  # distractors stop seeding when less of the image is free
 DEAD_END = 1e-4  # candidate heads whose weights sum to less than this: the snake is stuck
-FIRST_BATCH = 16  # main pairs an image tries at once; doubled after a batch without success
-LAST_BATCH = 1024  # ... up to this many
+FIRST_BATCH = 16  # main pairs an image tries at once; doubled after a batch without success, to LAST_BATCH
 PAIR_BATCHES = 64  # batches an image tries before giving up (the original tries forever)
 PROPOSALS = 8  # random pixels tried as a distractor's start before listing all free ones
-BUFFER = 4 * LAST_BATCH * PADDLE_TRIES  # random numbers an image draws at a time (>= any one request)
 MAX_CELLS = 1 << 22  # attempts * canvas pixels grown at once, at most (memory), but one image's batch
-
-Generators = Sequence[np.random.Generator]
-
-
-@dataclass
-class Snake:
-    """A drawn snake: its paddles' starts (K,) as flat canvas indices and keys (K,), in path order."""
-
-    starts: np.ndarray
-    keys: np.ndarray
-
-
-@dataclass
-class Attempts:
-    """Attempts grown in lockstep, each at ``S`` snakes on its own occupancy mask: ``owners`` (B,)
-    the image (index into the generators) of each, non-decreasing; ``masks`` (B, W * W);
-    ``starts``, ``keys`` (B, S, K) of the paddles placed so far (``placed`` per snake), starts as
-    flat canvas indices; ``pivots`` (B, S, 2) (row, col); ``live`` (A,) those not failed."""
-
-    owners: np.ndarray
-    masks: np.ndarray
-    starts: np.ndarray
-    keys: np.ndarray
-    pivots: np.ndarray
-    live: np.ndarray
-    placed: int = 1
-
-    @classmethod
-    def start(cls, owners: np.ndarray, snakes: int, length: int, masks: np.ndarray) -> Attempts:
-        """Attempts for ``owners`` (B,) at ``snakes`` snakes of ``length`` paddles on ``masks`` (B, W * W)."""
-        count = len(owners)
-        shape = (count, snakes, length)
-        return cls(
-            owners=owners,
-            masks=masks,
-            starts=np.zeros(shape, dtype=np.intp),
-            keys=np.zeros(shape, dtype=np.intp),
-            pivots=np.zeros((count, snakes, 2), dtype=np.intp),
-            live=np.arange(count),
-        )
-
-    def snakes(self, attempt: int) -> list[Snake]:
-        starts, keys = self.starts[attempt, :, : self.placed], self.keys[attempt, :, : self.placed]
-        return [
-            Snake(row_starts.copy(), row_keys.copy())
-            for row_starts, row_keys in zip(starts, keys, strict=True)
-        ]
-
-    def first_live(self) -> tuple[np.ndarray, np.ndarray]:
-        """The images that have a live attempt (i,) and the first such attempt of each (i,)."""
-        owners, first = np.unique(self.owners[self.live], return_index=True)
-        return owners, self.live[first]
-
-
-class Draws:
-    """Uniform random numbers in [0, 1) for attempts, each from its own image's generator: every
-    image keeps a buffer of ``BUFFER`` numbers drawn from its generator, refilled when used up,
-    so the numbers an image gets depend only on its generator and on what it asked for."""
-
-    def __init__(self, rngs: Generators) -> None:
-        self.rngs = rngs
-        self.buffers = np.empty((len(rngs), BUFFER))
-        self.used = np.full(len(rngs), BUFFER)
-
-    def take(self, owners: np.ndarray, count: int) -> np.ndarray:
-        """``count`` numbers per attempt (len(owners), count); ``owners`` (A,) non-decreasing."""
-        first = np.searchsorted(owners, owners)  # where each owner's run of attempts begins
-        wanted = np.bincount(owners, minlength=len(self.rngs)) * count
-        for image in np.flatnonzero(self.used + wanted > BUFFER):
-            self.buffers[image] = self.rngs[image].random(BUFFER)
-            self.used[image] = 0
-        columns = (self.used[owners] + (np.arange(len(owners)) - first) * count)[:, None] + np.arange(count)
-        self.used += wanted
-        return self.buffers[owners[:, None], columns]
-
-
-def choose(draws: np.ndarray, counts: np.ndarray | int) -> np.ndarray:
-    """Uniform whole numbers in [0, counts) from ``draws`` in [0, 1) (same shape; counts ≥ 1)."""
-    return np.minimum((draws * counts).astype(np.intp), np.asarray(counts) - 1)
 
 
 def occupy(layout: Layout, masks: np.ndarray, rows: np.ndarray, starts: np.ndarray, keys: np.ndarray) -> None:
@@ -213,10 +131,12 @@ def _seed_pairs(draws: Draws, layout: Layout, attempts: Attempts) -> None:
     """The first paddles of both main snakes of every attempt (see the module docstring)."""
     rows, tries = np.arange(len(attempts.owners)), PADDLE_TRIES
     numbers = draws.take(attempts.owners, 4 * tries)
-    keys = choose(numbers[:, :tries], SEED_KEYS)
+    # A blocked first key restarts the pair, as does every failure before the paddle is placed, so
+    # the kept first paddle is a draw among the open keys: made here directly.
+    keys = layout.seed_open[choose(numbers[:, :tries], len(layout.seed_open))]
     available = layout.centre_count[keys]
     picks = layout.centre_first[keys] + choose(numbers[:, tries : 2 * tries], np.maximum(available, 1))
-    outcome = np.where(available == 0, 2, layout.centre_inside[picks])
+    outcome = np.where((available == 0) | layout.seed_blocked[keys], 2, layout.centre_inside[picks])
     first_ok, tried = _first_decisive(outcome)
     origins, first_keys = layout.centre_starts[picks[rows, tried]], keys[rows, tried]
 
@@ -276,6 +196,8 @@ def _distractor_starts(draws: Draws, layout: Layout, attempts: Attempts) -> None
     for trial in range(tries):
         todo = np.flatnonzero(status == 0)
         keys[todo] = choose(numbers[todo, trial, 0], SEED_KEYS)
+        status[todo[layout.seed_blocked[keys[todo]]]] = 2  # no start at all (``blocked``)
+        todo = todo[status[todo] == 0]
         pixels = np.stack(np.divmod(choose(numbers[todo, trial, 1:-1], size * size), size), axis=-1)
         cells = layout.index(pixels)[:, :, None] + layout.seed_kernels[keys[todo]][:, None, :]
         stored = masks.reshape(-1)[cells + (todo * masks.shape[1])[:, None, None]]

@@ -24,7 +24,7 @@ from data_prep.pathfinder_generator import (
     generate_range,
     image_rng,
 )
-from data_prep.pathfinder_layout import FREE
+from data_prep.pathfinder_layout import FREE, blocked
 from data_prep.pathfinder_release import read_image
 from data_prep.pathfinder_settings import PRESETS, settings_for
 from data_prep.pathfinder_snakes import CROWDED
@@ -426,3 +426,19 @@ def test_stats_command_writes_the_table(tmp_path, capsys):
     text = out.read_text()
     assert "pathfinder-stats --num 20" in text and "| mean pixel | 12.9 |" in text and "cores" in text
     assert "target met" in capsys.readouterr().out
+
+
+def test_a_seed_kernel_that_can_leave_the_image_blocks_the_seed_as_in_the_original():
+    """The original dilates its float mask with cv2.dilate (border -DBL_MAX) and finds no free start
+    when any value is negative: blocked exactly when, from some pixel, every kernel offset leaves
+    the image. Checked against that dilation done directly, with -inf padding."""
+    size = 8
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        kernel = rng.integers(-2, 3, size=(int(rng.integers(1, 4)), 2))
+        padded = np.full((size + 8, size + 8), -np.inf)
+        padded[4:-4, 4:-4] = 0.0
+        dilated = np.max([padded[4 + r : 4 + r + size, 4 + c : 4 + c + size] for r, c in kernel], axis=0)
+        assert blocked(kernel, size) == bool((dilated < 0).any())
+    assert blocked(np.array([[1, 0], [0, 1]]), size)  # from the bottom-right corner
+    assert not blocked(np.array([[0, 0]]), size)
