@@ -98,16 +98,18 @@ class PerformerAttention(nn.Module):
         check_inputs(q, k, v, mask)
         with torch.autocast(device_type=q.device.type, enabled=False):
             q_exp = self._exponents(q)
-            phi_q = torch.exp(q_exp - q_exp.amax(-1, keepdim=True).detach()) + self.feature_epsilon
+            phi_q = torch.exp(q_exp - q_exp.amax(-1, keepdim=True).detach())
 
             k_exp = self._exponents(k)  # (B, H, N, m)
-            epsilon = self.feature_epsilon
             if mask is not None:
                 k_exp = k_exp.masked_fill(~mask[:, None, :, None], float("-inf"))
-                epsilon = self.feature_epsilon * mask[:, None, :, None].float()
             stabiliser = k_exp.amax(dim=(-2, -1), keepdim=True).detach()  # (B, H, 1, 1), real keys only
             stabiliser = stabiliser.nan_to_num(neginf=0.0)  # a fully padded sequence has no real key
-            phi_k = torch.exp(k_exp - stabiliser) + epsilon  # exactly 0 at padded keys
+            phi_k = torch.exp(k_exp - stabiliser)  # exactly 0 at padded keys
+            if self.feature_epsilon:  # the authors' constant; skipped at 0 so no second (B, H, N, m) is kept
+                phi_q = phi_q + self.feature_epsilon
+                real = 1.0 if mask is None else mask[:, None, :, None].float()
+                phi_k = phi_k + self.feature_epsilon * real  # padded keys stay at 0
 
             context = phi_k.transpose(-1, -2) @ v.float()  # (B, H, m, D)
             numerator = phi_q @ context  # (B, H, N, D)
