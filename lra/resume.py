@@ -278,7 +278,8 @@ def record_plan(
         }
         write_json(output_dir / RUN_FILE, record)
     else:
-        pointer = {"continues": str(plan.directory), "checkpoint": str(plan.checkpoint)}
+        checkpoint = None if plan.checkpoint is None else str(plan.checkpoint)
+        pointer = {"continues": str(plan.directory), "checkpoint": checkpoint}
         write_json(output_dir / POINTER_FILE, {**pointer, "skipped_as_completed": plan.completed})
 
 
