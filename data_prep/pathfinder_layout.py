@@ -55,7 +55,6 @@ class Layout:
     """
 
     def __init__(self, settings: Settings, margin: int) -> None:
-        self.settings = settings
         self.shapes = shapes = paddle_set(settings, margin)
         self.pad, self.width, self.size = shapes.pad, shapes.width, settings.resolution
         self.inner = (slice(self.pad, self.pad + self.size),) * 2

@@ -66,8 +66,8 @@ def step(point: tuple[int, int], angle: float, distance: float) -> tuple[int, in
 
 @dataclass(frozen=True)
 class Paddle:
-    """One paddle: its patches (2H + 1, 2H + 1) centred on its start, ``line`` intensity in [0, 1]
-    before contrast and ``mask`` in [0, 1]; the same as flat canvas offsets from the start of
+    """One paddle: its ``mask`` patch (2H + 1, 2H + 1) in [0, 1] centred on its start; its line
+    (intensity in [0, 1] before contrast) and mask as flat canvas offsets from the start of
     their nonzero pixels, ``line_offsets`` (l,), ``mask_offsets`` (m,), and the values there,
     ``line_values`` (l,), ``mask_values`` (m,); ``reach``
     (2,) the offset (row, col) of the line's far end from its start, in image pixels; and
@@ -76,7 +76,6 @@ class Paddle:
     by one pixel as the original's dilation kernel is (a window of 2(L + margin) + 1 pixels whose
     centre is one pixel before the paddle's start)."""
 
-    line: np.ndarray
     mask: np.ndarray
     line_offsets: np.ndarray
     line_values: np.ndarray
@@ -144,7 +143,6 @@ class PaddleSet:
         kernel = mask[first : first + 2 * reach + 1, first : first + 2 * reach + 1] == FULL
         drawn = _down_sample(line, self.size) / FULL
         return Paddle(
-            line=drawn,
             mask=values,
             line_offsets=self.flat(np.argwhere(drawn > 0) - self.half),
             line_values=drawn[drawn > 0],

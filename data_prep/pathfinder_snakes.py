@@ -136,7 +136,7 @@ def _seed_pairs(draws: Draws, layout: Layout, attempts: Attempts) -> None:
     keys = layout.seed_open[choose(numbers[:, :tries], len(layout.seed_open))]
     available = layout.centre_count[keys]
     picks = layout.centre_first[keys] + choose(numbers[:, tries : 2 * tries], np.maximum(available, 1))
-    outcome = np.where((available == 0) | layout.seed_blocked[keys], 2, layout.centre_inside[picks])
+    outcome = np.where(available == 0, 2, layout.centre_inside[picks])
     first_ok, tried = _first_decisive(outcome)
     origins, first_keys = layout.centre_starts[picks[rows, tried]], keys[rows, tried]
 
