@@ -197,14 +197,23 @@ def image_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, index])
 
 
+def set_images(
+    seed: int, start: int, stop: int, difficulty: str, resolution: int
+) -> tuple[np.ndarray, np.ndarray, list[PathfinderRecord]]:
+    """Images ``start..stop-1`` of the set made with ``seed``: images (n, R, R) uint8, labels (n,)
+    int64 and records; image ``i`` has label ``i % 2`` and depends only on ``(seed, i)``."""
+    labels = np.arange(start, stop, dtype=np.int64) % 2
+    rngs = [image_rng(seed, index) for index in range(start, stop)]
+    images, records = generate_images(rngs, difficulty, resolution, labels.tolist())
+    return images, labels, records
+
+
 def generate_range(
     seed: int, start: int, stop: int, difficulty: str, resolution: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Images ``start..stop-1`` of a set: tokens (n, R*R) uint8 row-major pixels and labels (n,)
-    int64; image ``i`` has label ``i % 2`` and depends only on ``(seed, i)``."""
-    labels = np.arange(start, stop, dtype=np.int64) % 2
-    rngs = [image_rng(seed, index) for index in range(start, stop)]
-    images, _ = generate_images(rngs, difficulty, resolution, labels.tolist())
+    """Images ``start..stop-1`` of a set (``set_images``) as tokens (n, R*R) uint8 row-major pixels
+    and labels (n,) int64."""
+    images, labels, _ = set_images(seed, start, stop, difficulty, resolution)
     return images.reshape(len(labels), -1), labels
 
 

@@ -34,9 +34,8 @@ from data_prep.commands import command
 from data_prep.pathfinder_generator import (
     CONTOUR_LENGTHS,
     check_options,
-    generate_images,
-    image_rng,
     run_jobs,
+    set_images,
 )
 
 CHUNK = 250
@@ -143,10 +142,7 @@ def targets_met(ours: Figures, original: Figures) -> list[bool]:
 
 def _draw_chunk(job: tuple[int, int, int, str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Images ``start..stop-1`` of ``seed``: (images (n, R, R), labels (n,), marker distances (n,))."""
-    seed, start, stop, difficulty, resolution = job
-    labels = np.arange(start, stop) % 2
-    rngs = [image_rng(seed, index) for index in range(start, stop)]
-    images, records = generate_images(rngs, difficulty, resolution, labels.tolist())
+    images, labels, records = set_images(*job)
     distances = np.array([np.linalg.norm(np.subtract(*record.markers)) for record in records])
     return images, labels, distances
 
