@@ -12,6 +12,7 @@ import torch
 
 import attention_zoo
 from lra.bench.fidelity_measure import QKV
+from lra.summary import SUMMARY_FILE
 
 
 def capture_core_inputs(
@@ -45,8 +46,8 @@ def capture_core_inputs(
 def run_config(checkpoint: Path) -> dict:
     """The resolved config of the run that wrote ``checkpoint``, from the run folder's summary.json."""
     for folder in (checkpoint.parent, checkpoint.parent.parent):
-        if (folder / "summary.json").is_file():
-            return json.loads((folder / "summary.json").read_text())["config"]
+        if (folder / SUMMARY_FILE).is_file():
+            return json.loads((folder / SUMMARY_FILE).read_text())["config"]
     raise FileNotFoundError(
         f"no summary.json beside {checkpoint} or in its run folder: --checkpoint takes the "
         "<run folder>/checkpoints/best.ckpt that `python -m lra` writes (its config comes from summary.json)"
