@@ -135,35 +135,38 @@ def run_folders(roots: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
     return list(found.items())
 
 
-def find_unfinished_run(roots: Sequence[Path], config: dict[str, Any]) -> Path | None:
-    """The run folder under ``roots`` that ``resume=auto`` continues (see the module docstring), or None."""
+RunFolders = Sequence[tuple[Path, dict[str, Any]]]  # (run folder, its run.json), as run_folders gives them
+
+
+def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
+    """The run folder of ``folders`` that ``resume=auto`` continues (see the module docstring), or None."""
     candidates = []
-    for directory, run_file in run_folders(roots):
+    for directory, run_file in folders:
         checkpoint = last_checkpoint(directory)
         if run_file["config"] == config and checkpoint.is_file() and run_status(directory) != "completed":
             candidates.append((checkpoint.stat().st_mtime, directory))
     return max(candidates)[1] if candidates else None
 
 
-def find_completed_run(roots: Sequence[Path], config: dict[str, Any]) -> Path | None:
-    """The newest run folder under ``roots`` where a run of this config completed, or None."""
+def find_completed_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
+    """The newest run folder of ``folders`` where a run of this config completed, or None."""
     candidates = [
         ((directory / SUMMARY_FILE).stat().st_mtime, directory)
-        for directory, run_file in run_folders(roots)
+        for directory, run_file in folders
         if run_file["config"] == config and run_status(directory) == "completed"
     ]
     return max(candidates)[1] if candidates else None
 
 
 def check_same_command_same_config(
-    roots: Sequence[Path], config: dict[str, Any], job_overrides: Sequence[str]
+    folders: RunFolders, config: dict[str, Any], job_overrides: Sequence[str]
 ) -> None:
     """A ``ConfigError`` when a run of the same command-line overrides had another config: re-running a
     sweep after its config files changed would otherwise start a different job under the same name."""
     overrides = comparable_overrides(job_overrides)
     if not overrides:
         return
-    for directory, run_file in run_folders(roots):
+    for directory, run_file in folders:
         if run_file.get("overrides") == overrides and run_file["config"] != config:
             differing = [key.rstrip(".") for key in differing_keys(run_file["config"], config)]
             raise ConfigError(
@@ -226,7 +229,7 @@ def plan_auto(
     config: dict[str, Any], output_dir: Path, roots: Sequence[Path], job_overrides: Sequence[str]
 ) -> RunPlan:
     """``resume=auto``: continue, skip as completed, refuse (changed config) or start afresh."""
-    searched = [output_dir, *roots]
+    searched = run_folders([output_dir, *roots])  # walked once for the three questions below
     unfinished = find_unfinished_run(searched, config)
     if unfinished is not None:
         return continued_run(unfinished, last_checkpoint(unfinished), config)
@@ -251,8 +254,8 @@ def plan_run(
     config = comparable_config(cfg)
     resume = cfg.resume
     if resume is None:
-        own = find_unfinished_run([output_dir], config) if (output_dir / RUN_FILE).is_file() else None
-        if own != output_dir.resolve():
+        own_run = read_run_file(output_dir)  # the job's own folder only: a requeued job's
+        if own_run is None or find_unfinished_run([(output_dir, own_run)], config) is None:
             return RunPlan(output_dir, new_run_id())
         plan = continued_run(output_dir, last_checkpoint(output_dir), config)
     elif resume == "auto":

@@ -27,6 +27,7 @@ from lra.resume import (
     find_unfinished_run,
     plan_run,
 )
+from lra.resume import run_folders as runs_under
 from lra.train import SIGTERM_EXIT_STATUS, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -206,7 +207,7 @@ def test_resume_auto_picks_the_newest_unfinished_run_of_the_same_config(data_roo
     fake_run(roots[0], "completed", config, "completed", True, 300)
     fake_run(roots[0], "other-seed", other, "interrupted", True, 400)
     fake_run(roots[0], "no-checkpoint", config, "failed", False, 500)
-    assert find_unfinished_run(roots, config) == newest
+    assert find_unfinished_run(runs_under(roots), config) == newest
     threads_differ = comparable_config(in_process(data_root, "resume=auto", "threads=2", "num_workers=3"))
     assert threads_differ == config  # where and how a run executes is not part of what it computes
     plan = plan_run(cfg, tmp_path / "new", roots)
