@@ -48,10 +48,10 @@ def last_change(run_dir: Path) -> float:
     return max(times, default=0.0)
 
 
-def run_state(run_dir: Path, now: float) -> str:
-    """One of ``STATES`` for the run in ``run_dir`` (module docstring)."""
+def run_state(run_dir: Path, summary: dict[str, Any], now: float) -> str:
+    """One of ``STATES`` for the run in ``run_dir``, ``summary`` its summary.json (module docstring)."""
     summary_file = run_dir / SUMMARY_FILE
-    final = FINAL_STATES.get(read_json(summary_file).get("status"))
+    final = FINAL_STATES.get(summary.get("status"))
     if final is not None:
         return final
     changed = last_change(run_dir)
@@ -59,9 +59,9 @@ def run_state(run_dir: Path, now: float) -> str:
     return "running" if after_summary and now - changed < ACTIVE_SECONDS else "interrupted"
 
 
-def run_label(run_dir: Path) -> tuple[str, str]:
-    """(task, ``attention (option=value, ...)``) of a run, from its summary.json or run.json."""
-    summary, run_file = read_json(run_dir / SUMMARY_FILE), read_json(run_dir / RUN_FILE)
+def run_label(run_dir: Path, summary: dict[str, Any]) -> tuple[str, str]:
+    """(task, ``attention (option=value, ...)``) of a run, from its summary.json (``summary``) or run.json."""
+    run_file = read_json(run_dir / RUN_FILE)
     config = summary.get("config") or run_file.get("config") or {}
     task = summary.get("task") or (config.get("task") or {}).get("name") or "?"
     attention = summary.get("attention") or (config.get("attention") or {}).get("name") or "?"
@@ -76,7 +76,8 @@ def progress_table(roots: Sequence[Path], now: float | None = None) -> str:
     now = time.time() if now is None else now
     counts: dict[tuple[str, str], Counter] = {}
     for run_dir in run_folders(roots):
-        counts.setdefault(run_label(run_dir), Counter())[run_state(run_dir, now)] += 1
+        summary = read_json(run_dir / SUMMARY_FILE)
+        counts.setdefault(run_label(run_dir, summary), Counter())[run_state(run_dir, summary, now)] += 1
     if not counts:
         searched = ", ".join(str(root) for root in roots)
         raise FileNotFoundError(f"no job folders (run.json, resumed.json or summary.json) under {searched}")
