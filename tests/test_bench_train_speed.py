@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from lra.bench.__main__ import main
-from lra.bench.train_speed_measure import TrainSpeedConfig, TrainSpeedRow, measure, measure_in_subprocess
-from lra.bench.train_speed_output import CSV_COLUMNS, ratio_to_reference
+from lra.bench.isolation import Runner
+from lra.bench.train_speed import TrainSpeedConfig, TrainSpeedRow, failed, measure
+from lra.bench.train_speed_table import CSV_COLUMNS, ratio_to_reference
 from lra.bench.train_step import HarnessStep, job_config, random_batch
 
 TINY = ("task.seq_len=32", "task.batch_size=4", "features=8")
@@ -65,7 +66,7 @@ def test_train_speed_tiny_run_writes_csv_and_markdown(tmp_path):
     assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
 
     columns, rows = read_csv(tmp_path / "train_speed_cpu.csv")
-    assert tuple(columns) == CSV_COLUMNS
+    assert tuple(columns) == tuple(CSV_COLUMNS)
     assert [(r["task"], r["attention"]) for r in rows] == [
         (t, a) for t in ("listops", "retrieval") for a in ("standard", "nystrom")
     ]
@@ -118,9 +119,9 @@ def test_a_failing_configuration_is_an_error_row():
 @pytest.mark.slow
 def test_subprocess_worker_measures_and_a_timeout_is_a_row():
     config = TrainSpeedConfig("retrieval", "standard", TINY, warmup=0, steps=1)
-    row = measure_in_subprocess(config, timeout_s=120, mem_limit_mb=None)
+    row = Runner(measure, str, failed, "subprocess", timeout_s=120)(config)
     assert (row.status, row.documents, row.timed_steps) == ("ok", 2, 1) and row.step_ms > 0
-    late = measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
+    late = Runner(measure, str, failed, "subprocess", timeout_s=0.05)(config)
     assert (late.status, late.step_ms, late.batch, late.seq_len) == ("timeout", None, 4, 32)
 
 
