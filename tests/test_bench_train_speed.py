@@ -60,6 +60,17 @@ def test_gradient_clipping_follows_the_protocol(algorithm):
         assert max(g.abs().max() for g in grads) <= 0.001
 
 
+def test_the_step_runs_under_the_precision_of_the_composed_config():
+    assert TrainSpeedConfig("listops", "standard", TINY).compose().trainer.precision == "32-true"  # CPU run
+    cfg = job_config("listops", "standard", [*TINY, "trainer.precision=bf16-mixed"])
+    step = HarnessStep.build(cfg, torch.device("cpu"))
+    with step.autocast():
+        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    step()
+    with pytest.raises(ValueError, match="trainer.precision='64-true' is not measured here"):
+        TrainSpeedConfig("listops", "standard", (*TINY, "trainer.precision=64-true")).compose_checked()
+
+
 def test_train_speed_tiny_run_writes_csv_and_markdown(tmp_path):
     argv = ["train-speed", "--tasks", "listops", "retrieval", "--attentions", "standard", "nystrom"]
     argv += ["--steps", "2", "--warmup", "1", "--overrides", *TINY, "--isolation", "inprocess"]
@@ -88,6 +99,7 @@ def test_train_speed_tiny_run_writes_csv_and_markdown(tmp_path):
         "| listops | standard | 4 × 32 |",
         "| retrieval | nystrom | 4 × 32 × 2 |",
         "Hydra overrides: `task.seq_len=32`",
+        "`trainer.precision` (`32-true`)",
     ):
         assert expected in report
 

@@ -30,7 +30,7 @@ from lra.bench.isolation import add_run_arguments, isolated_runner
 from lra.bench.output import Outputs
 from lra.bench.timing import Failure, StepTimes, default_device, measure_step
 from lra.bench.train_speed_table import CSV_COLUMNS, page, paper_hours
-from lra.bench.train_step import HarnessStep, documents, job_config
+from lra.bench.train_step import HarnessStep, documents, job_config, precision
 from lra.checks import check_config
 from lra.published import TASKS
 
@@ -52,8 +52,11 @@ class TrainSpeedConfig:
     threads: int | None = None
 
     def compose(self) -> DictConfig:
-        """The composed job config (``lra.bench.train_step.job_config``)."""
-        return job_config(self.task, self.attention, self.overrides)
+        """The composed job config (``lra.bench.train_step.job_config``) of a run on ``device``: the
+        trainer's accelerator is the device's (``cpu`` or ``gpu``, so that its default precision is
+        the one such a run gets) unless an override sets it."""
+        accelerator = "gpu" if torch.device(self.device).type == "cuda" else "cpu"
+        return job_config(self.task, self.attention, [f"trainer.accelerator={accelerator}", *self.overrides])
 
     def compose_checked(self) -> DictConfig:
         """``compose`` after the harness's own checks; a ``ValueError`` says what is wrong."""
@@ -63,6 +66,7 @@ class TrainSpeedConfig:
             message = str(error).split("\nConfig search path")[0]  # Hydra appends its search path
             raise ValueError(f"task={self.task} attention={self.attention}: {message}") from None
         check_config(cfg)  # a ConfigError (a ValueError) naming the key
+        precision(cfg, torch.device(self.device))  # a ValueError for a precision not measured here
         return cfg
 
 
@@ -82,6 +86,7 @@ class TrainSpeedRow:
     detail: str = ""
     timed_steps: int = 0
     load_1min: float | None = None  # the machine's load average when the measurement started
+    precision: str = ""  # the config's trainer.precision, which the step ran under
 
     @property
     def samples_per_s(self) -> float | None:
@@ -104,13 +109,12 @@ def row_for(
 ) -> TrainSpeedRow:
     """The row of ``config`` (its shape from the composed ``cfg``) with ``result``'s figures or failure."""
     shape = (config.task, config.attention, cfg.task.batch_size, cfg.task.seq_len, documents(cfg.task))
+    notes = {"load_1min": load_1min, "precision": str(cfg.trainer.precision)}
     if isinstance(result, Failure):
-        return TrainSpeedRow(
-            *shape, cfg.trainer.max_steps, None, None, result.status, result.detail, load_1min=load_1min
-        )
+        return TrainSpeedRow(*shape, cfg.trainer.max_steps, None, None, result.status, result.detail, **notes)
     return TrainSpeedRow(
         *shape, cfg.trainer.max_steps, result.median_ms, result.peak_mb, "ok",
-        timed_steps=len(result.times_ms), load_1min=load_1min,
+        timed_steps=len(result.times_ms), **notes,
     )  # fmt: skip
 
 

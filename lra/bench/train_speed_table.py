@@ -29,7 +29,10 @@ MEMORY_METHODS = {
     "cpu": "peak RSS (VmHWM, reset via /proc/self/clear_refs)",
     "cuda": "torch.cuda.max_memory_allocated",
 }
-PRECISIONS = {"cpu": "32-bit", "cuda": 'bf16 autocast around `training_step` (the harness\'s "bf16-mixed")'}
+PRECISION_NOTE = (
+    "precision: the composed config's `trainer.precision` ({}), as Lightning applies it: `bf16-mixed` "
+    "(`16-mixed`) = bf16 (fp16) autocast around `training_step`, `32-true` = 32-bit"
+)
 CPU_NOTE = (
     "On a CPU the projected hours are for comparison only: the paper's are GPU hours, and a CPU step at "
     "these shapes is one to three orders of magnitude slower. Compare the ratios to `standard` "
@@ -94,7 +97,9 @@ def page(
         "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
         "clipping as configured, optimizer and scheduler step; the module built from the composed Hydra "
         f"config by `lra.train.build_module`) over {settings.steps} timed step(s) after {settings.warmup} "
-        f"warm-up step(s), on a random batch with every position a real token; {PRECISIONS[device.type]}. "
+        f"warm-up step(s), on a random batch with every position a real token; "
+        + PRECISION_NOTE.format(", ".join(sorted({f"`{r.precision}`" for r in rows})))
+        + ". "
         "Projected hours = median step × the config's `trainer.max_steps` / 3600: training steps only "
         f"(no evaluation, no data loading). Beside them, {RUN_COST_PAPER}, evaluation included.",
         *([CPU_NOTE] if device.type == "cpu" else []),
