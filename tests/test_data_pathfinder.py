@@ -16,7 +16,7 @@ from source_samples import write_png
 
 import data_prep
 from data_prep.commands import main
-from data_prep.pathfinder_generator import (
+from data_prep.pathfinder.generator import (
     CONTOUR_LENGTHS,
     MIN_RESOLUTION,
     generate_chunks,
@@ -25,11 +25,11 @@ from data_prep.pathfinder_generator import (
     generate_range,
     image_rng,
 )
-from data_prep.pathfinder_layout import FREE, blocked
-from data_prep.pathfinder_release import read_image
-from data_prep.pathfinder_settings import PRESETS, settings_for
-from data_prep.pathfinder_snakes import CROWDED
-from data_prep.pathfinder_stats import count_components, distance_accuracy
+from data_prep.pathfinder.layout import FREE, blocked
+from data_prep.pathfinder.release import read_image
+from data_prep.pathfinder.settings import PRESETS, settings_for
+from data_prep.pathfinder.snakes import CROWDED
+from data_prep.pathfinder.stats import count_components, distance_accuracy
 
 
 def load_all(name: str, root: Path) -> dict[str, data_prep.PreparedSplit]:
