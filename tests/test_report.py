@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lra import report
-from lra.published import ACCURACY
+from lra.report.cli import main
+from lra.report.published import ACCURACY
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DEFAULT_PROTOCOL = {"schedule": "warmup_linear", "clip": "norm", "clip_value": 1.0, "select_after": 0.0}
@@ -102,7 +102,7 @@ def table_row(text: str, label: str) -> list[str]:
 
 def test_mean_std_seed_count_and_average(runs: Path):
     out = runs / "results"
-    assert report.main(["--runs", str(runs / "outputs"), str(runs / "multirun"), "--out", str(out)]) == 0
+    assert main(["--runs", str(runs / "outputs"), str(runs / "multirun"), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom") == [
         "35.00 ± 5.00 (3)",
@@ -127,7 +127,7 @@ def test_mean_std_seed_count_and_average(runs: Path):
 
 def test_failed_jobs_are_listed_apart_and_not_counted(runs: Path):
     out = runs / "results"
-    report.main(["--runs", str(runs), "--out", str(out)])
+    main(["--runs", str(runs), "--out", str(out)])
     text = (out / "lra_table.md").read_text()
     accuracy = text.split("## Test accuracy (%)")[1].split("## Published")[0]
     assert "skyformer" not in accuracy and "performer" not in accuracy and "reformer" not in accuracy
@@ -142,7 +142,7 @@ def test_failed_jobs_are_listed_apart_and_not_counted(runs: Path):
 
 def test_time_table_in_hours_and_published_numbers_beside(runs: Path):
     out = runs / "results"
-    report.main(["--runs", str(runs), "--out", str(out)])
+    main(["--runs", str(runs), "--out", str(out)])
     text = (out / "lra_table.md").read_text()
     # nystrom listops: 1800, 3600, 5400 s -> 1.000 ± 0.500 h
     assert "| nystrom | 1.000 ± 0.500 (3), 100 steps |" in text
@@ -158,9 +158,9 @@ def test_time_table_in_hours_and_published_numbers_beside(runs: Path):
 def test_no_runs_is_a_clear_error(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="python -m lra task="):
-        report.main(["--runs", str(tmp_path / "empty"), "--out", str(tmp_path / "results")])
+        main(["--runs", str(tmp_path / "empty"), "--out", str(tmp_path / "results")])
     with pytest.raises(SystemExit):
-        report.main(["--runs", str(tmp_path / "does-not-exist")])
+        main(["--runs", str(tmp_path / "does-not-exist")])
 
 
 def test_runs_on_another_prepared_set_get_their_own_row(tmp_path: Path):
@@ -169,7 +169,7 @@ def test_runs_on_another_prepared_set_get_their_own_row(tmp_path: Path):
     write_summary(tmp_path, "listops", "nystrom", 0, 0.50, config=demo)
     write_summary(tmp_path, "listops", "nystrom", 0, 0.30, config=lra_set, finished="2025-01-02T10:00:00")
     out = tmp_path / "results"
-    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom (dataset=listops-demo)")[0] == "50.00 (1)"
     assert table_row(text, "nystrom")[0] == "30.00 (1)"
@@ -180,7 +180,7 @@ def test_runs_trained_under_other_protocols_get_their_own_rows_and_the_header_sa
     write_summary(tmp_path, "listops", "nystrom", 1, 0.40, finished="2025-01-02T10:00:00")
     write_summary(tmp_path, "listops", "nystrom", 0, 0.50, protocol=SKYFORMER_PROTOCOL, finished="2025-01-03")
     out = tmp_path / "results"
-    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert "training protocols differ between these runs" in text
     assert "  - one_cycle, clip value 1.0, best after 20%: 1 run(s)" in text
@@ -193,7 +193,7 @@ def test_runs_trained_under_other_protocols_get_their_own_rows_and_the_header_sa
 
 
 def test_one_protocol_is_named_in_the_header(runs: Path, tmp_path: Path):
-    assert report.main(["--runs", str(runs), "--out", str(tmp_path / "results")]) == 0
+    assert main(["--runs", str(runs), "--out", str(tmp_path / "results")]) == 0
     text = (tmp_path / "results" / "lra_table.md").read_text()
     assert "- training protocol: warmup_linear, clip norm 1.0, best of all evaluations" in text
 
@@ -209,7 +209,7 @@ def test_generated_data_gets_its_own_marked_row_and_no_lra_average(tmp_path: Pat
     for task in ("text", "retrieval", "image", "pathfinder"):
         write_summary(tmp_path, task, "nystrom", 0, 0.50)
     out = tmp_path / "results"
-    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom")[0] == "38.00 (1)"  # the release run alone, averaged over five tasks
     assert table_row(text, "nystrom")[-1] == f"{(38 + 4 * 50) / 5:.2f}"

@@ -15,8 +15,8 @@ from lra.bench.efficiency_measure import Measurement
 from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
 from lra.bench.writers import number, pyplot, save_figure, write_csv
-from lra.provenance import markdown_table
-from lra.published import LAYER_COST, LAYER_COST_PAPER
+from lra.report.provenance import markdown_table
+from lra.report.published import LAYER_COST, LAYER_COST_PAPER
 
 CSV_COLUMNS = ("attention", "seq_len", "batch", "time_ms", "peak_mem_mb", "status")
 BASELINES = ("standard", NAIVE)
