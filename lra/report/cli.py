@@ -57,4 +57,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_plot(args.out / "lra_accuracy_vs_time.png", latest_per_seed(runs))
     print(f"wrote {args.out / 'lra_table.md'} and {args.out / 'lra_accuracy_vs_time.png'}")
     return 0
-
