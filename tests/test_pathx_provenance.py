@@ -95,6 +95,6 @@ def test_report_marks_the_generated_pathfinder_set_and_never_averages_it_with_th
 
 def table_rows(text: str) -> list[list[str]]:
     """The body rows (cells) of the test accuracy table of ``lra_table.md``."""
-    section = text.split("## Test accuracy (%)")[1].split("## Published")[0]
+    section = text.split("## Test accuracy (%)")[1].split("\n## ")[0]
     lines = [line for line in section.splitlines() if line.startswith("|")][2:]
     return [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
