@@ -41,7 +41,8 @@ def write_sweep(root: Path) -> Path:
             for seed in (0, 1):
                 run_dir = write_summary(
                     root, task, attention, seed, acc + 0.01 * seed, schema=2,
-                    config={"attention": {"name": attention}, "task": {"name": task, "dataset": task}},
+                    config={"attention": {"name": attention}, "task": {"name": task, "dataset": task},
+                            "features": 128},
                     data={"set": task, "majority_share": MAJORITY},
                     metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": rss, "test/acc_final": acc - 0.02},
                     train_time_s=step_ms * 30,

@@ -33,8 +33,10 @@ MAX_LEGEND_COLUMNS = 3
 
 
 def where(runs: Sequence[Run]) -> str:
-    """The devices the runs trained on, for a title."""
-    return ", ".join(sorted({run.device for run in runs if run.device})) or "unknown device"
+    """The devices the runs trained on and their shared ``features`` budget(s), for a title."""
+    devices = ", ".join(sorted({run.device for run in runs if run.device})) or "unknown device"
+    budgets = sorted({run.features for run in runs if run.features is not None})
+    return devices + (f"; features={'/'.join(map(str, budgets))}" if budgets else "")
 
 
 def attention_of(runs: Sequence[Run]) -> dict[str, str]:
