@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lra.bench.baselines import NAIVE
-from lra.provenance import markdown_table
-from lra.published import LAYER_COST, LAYER_COST_PAPER
+from lra.report.provenance import markdown_table
+from lra.report.published import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
 
 if TYPE_CHECKING:
     from lra.bench.efficiency import Measurement
@@ -56,15 +56,13 @@ PAPER_TABLES = {
             "Transformer = softmax with QKᵀ materialised (`naive`); the others are this zoo's cores with "
             "their defaults but for the option the label names."
         ),
-        rows=(
-            PaperRow("Transformer", NAIVE, {}),
-            PaperRow("Linformer-256", "linformer", {"proj_dim": 256}),
-            PaperRow("Longformer-257", "longformer", {"window": 257}),
-            PaperRow("Nyströmformer-64", "nystrom", {"num_landmarks": 64}),
-            PaperRow("Nyströmformer-32", "nystrom", {"num_landmarks": 32}),
+        rows=tuple(
+            # the published rows' cores; the Transformer is the naive softmax, as the paper's
+            PaperRow(cost.label, NAIVE if cost.attention == "standard" else cost.attention, cost.options)
+            for cost in {cost.label: cost for cost in LAYER_COST}.values()
         ),
         settings={
-            "lengths": (512, 1024, 2048, 4096, 8192),
+            "lengths": LAYER_COST_LENGTHS,
             "scopes": ["inference"],
             "batch": 1,
             "dim": 768,
@@ -75,7 +73,7 @@ PAPER_TABLES = {
 
 
 def published_figures() -> dict[tuple[str, int], Figures]:
-    """Nyströmformer Table 1 (``lra.published``): (label, n) -> (memory MB, time ms)."""
+    """Nyströmformer Table 1 (``lra.report.published``): (label, n) -> (memory MB, time ms)."""
     return {(cost.label, cost.seq_len): (cost.memory_mb, cost.time_ms) for cost in LAYER_COST}
 
 

@@ -15,7 +15,7 @@ from lra.bench.efficiency_paper import published_section
 from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
 from lra.bench.output import Outputs, pyplot
-from lra.provenance import markdown_table
+from lra.report.provenance import markdown_table
 
 if TYPE_CHECKING:
     from lra.bench.efficiency import Measurement

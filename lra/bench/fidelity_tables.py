@@ -11,7 +11,7 @@ from dataclasses import fields
 
 from lra.bench.fidelity_measure import FidelityRow
 from lra.bench.output import Outputs, pyplot
-from lra.provenance import markdown_table
+from lra.report.provenance import markdown_table
 
 FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
 CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
