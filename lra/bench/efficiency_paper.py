@@ -12,7 +12,7 @@ efficiency columns and the row's label).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,7 @@ class PaperRow:
 class PaperTable:
     """A published table's setting: its rows, lengths and the efficiency settings that reproduce it."""
 
+    title: str
     stem: str
     setting: str
     rows: tuple[PaperRow, ...]
@@ -47,6 +48,7 @@ class PaperTable:
 
 PAPER_TABLES = {
     "nystromformer-table1": PaperTable(
+        title="Nyströmformer Table 1",
         stem="nystromformer_table1",
         setting=(
             "Nyströmformer paper, Table 1: one self-attention layer, inference (the forward alone, under "
@@ -95,10 +97,13 @@ def _factor(reference: float, value: float) -> str:
 
 
 def layout_table(
-    figures: Mapping[tuple[str, int], Figures], labels: Sequence[str], lengths: Sequence[int]
+    figures: Mapping[tuple[str, int], Figures],
+    labels: Sequence[str],
+    lengths: Sequence[int],
+    show: Callable[[float], str] = _figure,
 ) -> str:
     """Markdown in the paper's layout: a row per label, a column per length, cells ``memory / time``
-    with ×-factors to the first label's row at the same length."""
+    (each figure written by ``show``) with ×-factors to the first label's row at the same length."""
 
     def cell(label: str, n: int) -> str:
         mine, reference = figures.get((label, n)), figures.get((labels[0], n))
@@ -106,9 +111,9 @@ def layout_table(
             return mine or "—"
         memory, time = mine
         if label == labels[0] or reference is None or isinstance(reference, str):
-            return f"{_figure(memory)} / {_figure(time)}"
+            return f"{show(memory)} / {show(time)}"
         factors = _factor(reference[0], memory), _factor(reference[1], time)
-        return f"{_figure(memory)} ({factors[0]}) / {_figure(time)} ({factors[1]})"
+        return f"{show(memory)} ({factors[0]}) / {show(time)} ({factors[1]})"
 
     header = ["memory (MB) / time (ms)", *(f"n={n}" for n in lengths)]
     return markdown_table(header, [[label, *(cell(label, n) for n in lengths)] for label in labels])
@@ -119,7 +124,7 @@ def published_section(labels: Sequence[str] | None = None) -> str:
     figures = published_figures()
     labels = labels or list(dict.fromkeys(label for label, _ in figures))
     lengths = sorted({n for _, n in figures})
-    return f"{LAYER_COST_PAPER}:\n\n" + layout_table(figures, labels, lengths)
+    return f"{LAYER_COST_PAPER}:\n\n" + layout_table(figures, labels, lengths, show="{:g}".format)
 
 
 def page(
@@ -136,5 +141,4 @@ def page(
     if failures:
         lines = [f"- {r.name} n={r.seq_len}: {r.status} ({' '.join(r.detail.split())})" for r in failures]
         sections.append("Configurations without a figure:\n\n" + "\n".join(lines))
-    title = f"{LAYER_COST_PAPER.split(' (')[0]} on {device_type}"
-    return title, [table.setting, *notes], sections
+    return f"{table.title} on {device_type}", [table.setting, *notes], sections
