@@ -20,6 +20,7 @@ from conftest import compose_config, smoke_overrides, tiny_data_overrides
 from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
+from lra.outcome import SIGTERM_EXIT_STATUS
 from lra.resume import (
     POINTER_FILE,
     RUN_FILE,
@@ -28,7 +29,7 @@ from lra.resume import (
     plan_run,
 )
 from lra.resume import run_folders as runs_under
-from lra.train import SIGTERM_EXIT_STATUS, run
+from lra.train import run
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS, EVAL_EVERY, SIGNAL_STEP = 12, 4, 6
