@@ -71,7 +71,9 @@ class EfficiencyMonitor(Callback):
       summed over the segments of a resumed run (the time so far travels in the checkpoint);
     - ``perf/peak_gpu_mem_mb`` (``torch.cuda.max_memory_allocated``) on a GPU, else
       ``perf/peak_rss_mb`` (peak resident memory of the process during training);
-    - ``model/params``: number of parameters.
+    - ``model/params``: number of parameters;
+    - ``perf/elapsed_s`` at each validation: the training time so far, validations included (the
+      x axis of the report's validation curves, Skyformer Figure 2).
     """
 
     def __init__(self) -> None:
@@ -104,6 +106,10 @@ class EfficiencyMonitor(Callback):
         self.samples_per_step = len(batch[-1])
         if trainer.global_step % trainer.log_every_n_steps == 0:
             self.timer.drain()
+
+    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking and self.train_start:
+            pl_module.log("perf/elapsed_s", self.train_time_s())
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         step_seconds = self.timer.all_seconds()

@@ -6,5 +6,5 @@ of one job each: what it measures (``*_workloads``, ``*_measure``, ``fidelity_ch
 and peak memory on CPU or CUDA), ``isolation`` (one configuration per fresh subprocess, with a
 timeout and a memory limit), ``writers`` (CSV and figures) and ``baselines`` (the naive softmax
 core). Every benchmark writes ``results/<benchmark>_<device>.*`` with the machine and the command that
-reruns it (``lra.provenance``).
+reruns it (``lra.report.provenance``).
 """

@@ -36,7 +36,7 @@ from lra.bench.efficiency_output import csv_path, write_markdown, write_measurem
 from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig
 from lra.bench.isolation import add_isolation_arguments, runner, settle_isolation, worker_main
 from lra.bench.timing import default_device
-from lra.provenance import machine_description, rerun_command
+from lra.report.provenance import machine_description, rerun_command
 
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 

@@ -35,7 +35,7 @@ import attention_zoo
 from lra.bench.fidelity_checkpoint import checkpoint_core_inputs, truncated_inputs
 from lra.bench.fidelity_measure import measured_cores, random_trials, sweep
 from lra.bench.fidelity_output import write_markdown, write_plot, write_rows
-from lra.provenance import rerun_command
+from lra.report.provenance import rerun_command
 
 DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096)
 DEFAULT_BUDGETS = (16, 32, 64, 128, 256)

@@ -13,7 +13,7 @@ import torch
 
 from lra.bench.fidelity_measure import FidelityRow
 from lra.bench.writers import number, pyplot, save_figure, write_csv
-from lra.provenance import machine_description, markdown_table
+from lra.report.provenance import machine_description, markdown_table
 
 CSV_COLUMNS = tuple(field.name for field in fields(FidelityRow))
 

@@ -34,8 +34,8 @@ from lra.bench.train_speed_measure import (
     measure_in_subprocess,
 )
 from lra.bench.train_speed_output import write_markdown, write_rows
-from lra.provenance import machine_description, rerun_command
-from lra.published import TASKS
+from lra.report.provenance import machine_description, rerun_command
+from lra.report.published import TASKS
 
 # device type -> (timed steps, warm-up steps) when --steps / --warmup are not given
 DEFAULT_STEPS = {"cpu": (3, 1), "cuda": (20, 5)}

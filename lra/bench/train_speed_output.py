@@ -13,8 +13,8 @@ import torch
 from lra.bench.isolation import isolation_note
 from lra.bench.train_speed_measure import TrainSpeedRow
 from lra.bench.writers import number, write_csv
-from lra.provenance import markdown_table
-from lra.published import RUN_COST, RUN_COST_PAPER
+from lra.report.provenance import markdown_table
+from lra.report.published import RUN_COST, RUN_COST_PAPER
 
 CSV_COLUMNS = (
     "task",
