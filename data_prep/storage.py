@@ -72,11 +72,19 @@ def majority_share(labels: np.ndarray) -> float | None:
     return float(np.unique(labels, return_counts=True)[1].max() / len(labels))
 
 
+def write_json(path: Path, content: dict[str, Any]) -> Path:
+    """Write ``content`` to ``path`` atomically (a reader never sees half a file); a value JSON cannot
+    hold is written as its ``str``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
+    os.replace(partial, path)
+    return path
+
+
 def write_meta(directory: Path, meta: dict[str, Any]) -> None:
-    """Write ``directory/meta.json`` atomically (a reader never sees half a file)."""
-    partial = directory / f".{META_FILE}.tmp-{os.getpid()}"
-    partial.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(partial, directory / META_FILE)
+    """Write ``directory/meta.json`` atomically."""
+    write_json(directory / META_FILE, meta)
 
 
 @dataclass

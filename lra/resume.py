@@ -40,9 +40,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from data_prep.storage import write_json
 from lra.errors import ConfigError
 from lra.naming import run_name, varied_options
-from lra.summary import POINTER_FILE, SUMMARY_FILE, write_json
+from lra.summary import POINTER_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
 

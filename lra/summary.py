@@ -28,7 +28,6 @@ the prepared set was built with. A resumed run has one summary.json, in its orig
 from __future__ import annotations
 
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from typing import Any
 from hydra.experimental.callback import Callback as HydraCallback
 from omegaconf import DictConfig, OmegaConf
 
+from data_prep.storage import write_json
 from lra.naming import record_swept_keys, short_keys
 
 SUMMARY_FILE = "summary.json"
@@ -162,15 +162,6 @@ def make_summary(
         "resumed_from": None if resumed_from is None else str(resumed_from),
         **(job or {}),
     }
-
-
-def write_json(path: Path, content: dict[str, Any]) -> Path:
-    """Write ``content`` to ``path`` atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".tmp-{os.getpid()}")
-    partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
-    os.replace(partial, path)
-    return path
 
 
 def write_summary(summary: dict[str, Any], output_dir: Path) -> Path:
