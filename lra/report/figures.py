@@ -28,12 +28,15 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 PANEL_INCHES = 3.4
+MIN_WIDTH_INCHES = 7.5  # room for a title of ~100 characters
 MAX_LEGEND_COLUMNS = 3
 
 
 def where(runs: Sequence[Run]) -> str:
-    """The devices the runs trained on, for a title."""
-    return ", ".join(sorted({run.device for run in runs if run.device})) or "unknown device"
+    """The devices the runs trained on and their shared ``features`` budget(s), for a title."""
+    devices = ", ".join(sorted({run.device for run in runs if run.device})) or "unknown device"
+    budgets = sorted({run.features for run in runs if run.features is not None})
+    return devices + (f"; features={'/'.join(map(str, budgets))}" if budgets else "")
 
 
 def attention_of(runs: Sequence[Run]) -> dict[str, str]:
@@ -51,7 +54,7 @@ def panels(count: int, title: str) -> tuple[Figure, list[Axes]]:
     fig, axes = plt.subplots(
         1,
         count,
-        figsize=(PANEL_INCHES * count + 0.6, PANEL_INCHES + 1.4),
+        figsize=(max(PANEL_INCHES * count + 0.6, MIN_WIDTH_INCHES), PANEL_INCHES + 1.4),
         squeeze=False,
         layout="constrained",
     )
@@ -72,14 +75,15 @@ def legend_below(fig: Figure, axes: Sequence[Axes]) -> None:
         )
 
 
-def log_axis(ax: Axes, axis: str = "x") -> None:
-    """A log scale whose labels are the decades only (minor labels such as 3×10² 4×10² collide)."""
-    from matplotlib.ticker import LogLocator, NullFormatter
+def log_axis(ax: Axes) -> None:
+    """A log x scale labelled at 1, 2 and 5 × each decade in plain numbers, minor ticks unlabelled
+    (matplotlib's default labels minor ticks of a narrow range as 3×10² 4×10², which collide)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    getattr(ax, f"set_{axis}scale")("log")
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(LogLocator(numticks=4))
-    target.set_minor_formatter(NullFormatter())
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=5))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def chance_label(variant: str, cell: Cell) -> str:
@@ -176,8 +180,8 @@ def speed_accuracy_memory(
     scope = "per task" if per_task else "mean over the five tasks"
     title = f"Speed, accuracy and peak memory (marker area) ({scope}; {where(runs)})"
     fig, axes = panels(len(groups), title)
-    for (title, variants), ax in zip(groups.items(), axes, strict=True):
-        tasks = [title] if per_task else list(TASKS)
+    for (panel, variants), ax in zip(groups.items(), axes, strict=True):
+        tasks = [panel] if per_task else list(TASKS)
         for variant in variants:
             cells = [accuracy[variant][t] for t in tasks]
             flagged = sum(cell.at_chance for cell in cells)
@@ -189,8 +193,10 @@ def speed_accuracy_memory(
             ax.scatter(x, y, s=size, color=color, alpha=0.5, edgecolors=color, linewidths=1.5,
                        facecolors="none" if flagged else color)  # fmt: skip
             label = f"{variant} ({flagged} at chance)" if flagged else variant
-            ax.annotate(label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=7)
-        ax.set(title=title, ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
+            right_half = x > statistics.fmean(speeds[v][t] for v in variants for t in tasks)
+            ax.annotate(label, (x, y), xytext=(-6 if right_half else 6, 6), textcoords="offset points",
+                        fontsize=7, ha="right" if right_half else "left")  # fmt: skip
+        ax.set(title=panel, ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
                xlabel=f"training speed ({'× standard' if relative else 'steps/s'})")  # fmt: skip
         ax.margins(0.35)
         ax.grid(True, alpha=0.3)

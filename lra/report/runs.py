@@ -41,6 +41,7 @@ class Run:
     schema: int = 1
     chance: float | None = None  # the test split's majority-class share (schema 2), 0-1
     wandb_project: str | None = None  # the W&B project it logged to, if any
+    features: int | None = None  # the shared budget of approximate attentions, if set
 
     def at_chance(self, metric: str = "test/acc") -> bool:
         """True when ``metric``, one of ``TEST_ACCURACIES`` (0-1), is at most the majority share plus
@@ -116,6 +117,7 @@ def load_run(path: Path) -> Run:
             schema=schema,
             chance=majority.get("test"),
             wandb_project=((config.get("logger") or {}).get("wandb") or {}).get("project"),
+            features=config.get("features"),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")

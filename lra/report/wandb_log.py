@@ -70,7 +70,7 @@ def log_report(text: str, figures: Sequence[Path], runs: Sequence[Run], command:
     tables = {key: wandb.Table(columns=header, data=rows) for key, header, rows in markdown_tables(text)}
     images = {f"figures/{path.stem}": wandb.Image(str(path)) for path in figures}
     run.log({**tables, **images})
-    where = run.dir
+    where = Path(run.dir).parent
     run.finish()
     logged = f"logged {len(tables)} table(s) and {len(images)} figure(s)"
     return f"{logged} to W&B project {project} ({mode}: {where})"
