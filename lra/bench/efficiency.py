@@ -24,7 +24,7 @@ import torch
 
 from lra.bench import efficiency_paper
 from lra.bench.baselines import bench_names
-from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
+from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow, PaperTable
 from lra.bench.efficiency_tables import CSV_COLUMNS, csv_suffix, method_note, page, write_plot
 from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig, primed_step
 from lra.bench.isolation import Runner, add_run_arguments, isolated_runner
@@ -203,16 +203,14 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
     run_one = not_registered(isolated_runner(args, device, measure, format_progress, Measurement.failed))
     settings = {key: getattr(args, key) for key in ("batch", "dim", "heads", "warmup", "repeats", "threads")}
     base = BenchConfig("", 0, **settings, device=str(device), time_budget_s=args.time_budget_s)
-    rows = (
-        [(row.attention, row.options, row.label) for row in paper.rows]
-        if paper
-        else [(name, {}, "") for name in args.attentions or valid]
-    )
+    rows = paper.rows if paper else [PaperRow("", name, {}) for name in args.attentions or valid]
     rows_by_scope: dict[str, list[Measurement]] = {}
     for scope in args.scopes:
         configs = [
-            replace(base, attention=name, options=options, label=label, seq_len=n, scope=scope)
-            for name, options, label in rows
+            replace(
+                base, attention=row.attention, options=row.options, label=row.label, seq_len=n, scope=scope
+            )
+            for row in rows
             for n in args.lengths
         ]
         rows_by_scope[scope] = sweep(configs, run_one, args.max_step_s)

@@ -28,7 +28,8 @@ Figures = tuple[float, float] | str  # (memory MB, time ms), or the status of a 
 
 @dataclass(frozen=True)
 class PaperRow:
-    """A row of the table: its label, the attention that computes it and the options it is built with."""
+    """A row of a table: its label (empty: the attention's name), the attention that computes it and
+    the options it is built with."""
 
     label: str
     attention: str
