@@ -24,6 +24,8 @@ from data_prep.pathfinder.generator import (
     generate_images,
     generate_range,
     image_rng,
+    paddle_intensity,
+    to_bytes,
 )
 from data_prep.pathfinder.layout import FREE, blocked
 from data_prep.pathfinder.release import read_image
@@ -302,6 +304,21 @@ def test_generated_bytes_are_pinned():
     tokens, labels = generate_range(0, 0, 16, "hard", 32)
     digest = hashlib.sha256(tokens.tobytes() + labels.astype("<i8").tobytes()).hexdigest()
     assert digest == PINNED_SET_SHA256
+
+
+def test_grey_levels_round_as_the_original():
+    # A main-path pixel of line value 222 (contrast 0.75 × 2) in an image whose brightest pixel is
+    # a distractor's (contrast 2): 222 / 255 × 1.5 × 255 / 2 = 166.5 before rounding. The original
+    # rounded paddle pixels to float32 and byte-scaled in scipy's steps, which gives 166 (float64
+    # throughout gives 167: the pairs of swapped grey levels of issue 22).
+    pixels = paddle_intensity(np.array([222.0, 255.0]) / 255, np.array([1.5, 2.0]))
+    assert pixels.dtype == np.float32
+    image = np.zeros((1, 2, 2))
+    image[0, 0] = pixels
+    assert to_bytes(image).tolist() == [[[166, 255], [0, 0]]]
+    # Byte-scaling by the image's own minimum and maximum, as scipy's bytescale: (x - min) * 255 / spread.
+    assert to_bytes(np.array([[[0.5, 1.0], [0.75, 0.5]]])).tolist() == [[[0, 255], [128, 0]]]
+    assert to_bytes(np.full((1, 2, 2), 0.3)).tolist() == [[[0, 0], [0, 0]]]  # a flat image: spread 1
 
 
 def test_settings_are_lras_at_its_sizes_and_scaled_between():
