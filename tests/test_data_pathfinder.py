@@ -31,7 +31,6 @@ from data_prep.pathfinder.layout import FREE, blocked
 from data_prep.pathfinder.release import read_image
 from data_prep.pathfinder.settings import PRESETS, settings_for
 from data_prep.pathfinder.snakes import CROWDED
-from data_prep.pathfinder.stats import count_components, distance_accuracy
 
 
 def load_all(name: str, root: Path) -> dict[str, data_prep.PreparedSplit]:
@@ -431,31 +430,6 @@ def test_bad_generator_options_fail_in_one_line_and_leave_no_set(tmp_path, capsy
         main([*base, "--num", "20", "--difficulty", "medium"])
     assert "choose from 'easy', 'intermediate', 'hard'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # nothing half-written, not even the data root
-
-
-# ---------------------------------------------------------------- the closeness benchmark
-
-
-def test_components_are_counted_with_8_connectivity():
-    binary = np.zeros((3, 6, 6), dtype=bool)
-    binary[0, 0, 0] = binary[0, 1, 1] = binary[0, 3, 3] = True  # a diagonal pair and a single pixel
-    binary[1, :, 2] = binary[1, 0, 5] = True
-    binary[2] = True
-    assert count_components(binary).tolist() == [2, 2, 1]
-
-
-def test_distance_accuracy_sees_a_distance_cue_and_no_cue():
-    labels = np.arange(400) % 2
-    assert distance_accuracy(labels * 5.0 + np.random.default_rng(0).random(400), labels) == 1.0
-    assert abs(distance_accuracy(np.random.default_rng(1).random(400), labels) - 0.5) < 0.1
-
-
-def test_stats_command_writes_the_table(tmp_path, capsys):
-    out = tmp_path / "stats.md"
-    assert main(["pathfinder-stats", "--num", "20", "--difficulty", "easy", "--out", str(out)]) == 0
-    text = out.read_text()
-    assert "pathfinder-stats --num 20" in text and "| mean pixel | 12.9 |" in text and "cores" in text
-    assert "target met" in capsys.readouterr().out
 
 
 def test_a_seed_kernel_that_can_leave_the_image_blocks_the_seed_as_in_the_original():
