@@ -30,7 +30,7 @@ from torch import nn
 from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens, zero_padding
 from attention_zoo.registry import PositiveInt, register_attention
 
-SAMPLE_CHUNK = 256  # queries whose sampled keys are gathered at once
+SAMPLE_CHUNK = 128  # queries whose sampled scores are taken at once
 
 
 @register_attention("informer", approximates="standard", budget_option="num_features")
@@ -98,15 +98,15 @@ def sparsity_measure(q: torch.Tensor, k: torch.Tensor, sampled: torch.Tensor, co
     """M = max − sum / count of each query's sampled scores q_i·k_j.
 
     q, k: (B, H, N, D); sampled: (B, N, U) key positions; count: (B,) -> M (B, H, N).
-    Keys are gathered for ``SAMPLE_CHUNK`` queries at a time, so memory stays O(chunk · U · D).
+    For ``SAMPLE_CHUNK`` queries at a time the scores against every key come from one matrix
+    product and the sampled ones are picked from them: on a CPU several times faster than gathering
+    U keys per query for a batch of matrix-vector products. Memory O(chunk · N).
     """
-    batch, heads, length, dim = q.shape
+    heads = q.shape[1]
     parts = []
-    for start in range(0, length, SAMPLE_CHUNK):
-        positions = sampled[:, start : start + SAMPLE_CHUNK]  # (B, c, U)
-        chunk, draws = positions.shape[1:]
-        keys = k.gather(2, positions.reshape(batch, 1, chunk * draws, 1).expand(-1, heads, -1, dim))
-        scores = keys.view(batch, heads, chunk, draws, dim) @ q[:, :, start : start + chunk, :, None]
-        scores = scores.squeeze(-1)  # (B, H, c, U)
-        parts.append(scores.amax(-1) - scores.sum(-1) / count[:, None, None])
+    for start in range(0, q.shape[2], SAMPLE_CHUNK):
+        scores = q[:, :, start : start + SAMPLE_CHUNK] @ k.transpose(-1, -2)  # (B, H, c, N)
+        positions = sampled[:, None, start : start + SAMPLE_CHUNK].expand(-1, heads, -1, -1)
+        picked = scores.gather(-1, positions)  # (B, H, c, U)
+        parts.append(picked.amax(-1) - picked.sum(-1) / count[:, None, None])
     return torch.cat(parts, dim=-1)
