@@ -18,8 +18,9 @@ seeded with the core's ``pattern_seed`` (itself drawn from torch's global RNG wh
 and saved with the model). ``redraw_random_blocks=true`` draws new ones in every training forward
 from torch's global RNG, as the Skyformer authors' port does (``np.random.seed(None)`` on every call;
 there in evaluation too, here evaluation keeps the fixed pattern). Random blocks are drawn uniformly
-among all allowed blocks; the paper's code at lengths 1024, 3072 and 4096 (and the HF and Skyformer
-ports at every length, through its "plan") draws them from the first blocks of the sequence only.
+among all allowed blocks; the paper's code and its ports draw them from the first blocks of long
+sequences only (the first 1024 tokens at 3072 and 4096, through a "plan" the first 2r + 5 blocks at
+other lengths).
 """
 
 from __future__ import annotations
