@@ -7,9 +7,10 @@ global tokens.
 With ``global_tokens=g > 0`` the first g real tokens of each sequence attend to every key and every
 query attends to them, as in Longformer's classification setting.
 
-Banded computation: the queries are cut into chunks of c = max(w, 1) tokens and each chunk's scores
-are taken against the c + 2w keys around it, so memory is O(N · (c + 2w)) = O(N · window), never
-(N × N); entries outside the band get no weight.
+Banded computation: the queries are cut into chunks of c = max(⌊w/2⌋, 1) tokens and each chunk's
+scores are taken against the c + 2w keys around it, so memory is O(N · (c + 2w)) = O(N · window),
+never (N × N); entries outside the band get no weight. (Chunks of w/2 rather than w waste fewer
+scores outside the band, 20% instead of 33%, and were as fast or faster on one CPU thread.)
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class LongformerAttention(nn.Module):
         """float32 q, k, v (B, H, N, D) and real (B, N) bool -> (B, H, N, D)."""
         batch, heads, length, dim = q.shape
         side = min(self.window // 2, length - 1)
-        chunk = max(side, 1)
+        chunk = max(side // 2, 1)
         chunks = -(-length // chunk)
         band_keys = real
         if self.global_tokens:
@@ -95,7 +96,7 @@ class LongformerAttention(nn.Module):
         in_band = (offset >= 0) & (offset <= 2 * side)  # (c, c + 2w): key within w of the query
         allowed = in_band & key_ok[:, None, :, None, :]  # (B, 1, chunks, c, c + 2w)
         scores = (queries @ keys.transpose(-1, -2)) * dim**-0.5
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min / 2)
+        scores = scores.masked_fill_(~allowed, torch.finfo(scores.dtype).min / 2)  # in place: nothing saved it
         if self.global_tokens:
             global_keys = k.gather(2, positions[:, None, :, None].expand(-1, heads, -1, dim))
             global_values = v.gather(2, positions[:, None, :, None].expand(-1, heads, -1, dim))
