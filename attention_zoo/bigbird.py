@@ -86,7 +86,9 @@ class BigBirdAttention(nn.Module):
         scores = scores.masked_fill(~allowed, -1.0)  # uniform draws are >= 0: disallowed never win
         return scores.topk(self.num_random_blocks, dim=-1).indices.to(device)
 
-    def key_block_table(self, num_blocks: int, device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def key_block_table(
+        self, num_blocks: int, device: torch.device | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The key blocks of every non-global query block and which of them count.
 
         Returns table (H, nb − 2, 5 + r) int64: blocks 0, i − 1, i, i + 1, nb − 1, then the random
@@ -96,9 +98,18 @@ class BigBirdAttention(nn.Module):
         """
         middle = torch.arange(1, num_blocks - 1, device=device)[:, None]
         fixed = torch.cat(
-            [torch.zeros_like(middle), middle - 1, middle, middle + 1, torch.full_like(middle, num_blocks - 1)], dim=1
+            [
+                torch.zeros_like(middle),
+                middle - 1,
+                middle,
+                middle + 1,
+                torch.full_like(middle, num_blocks - 1),
+            ],
+            dim=1,
         )
-        table = torch.cat([fixed.expand(self.num_heads, -1, -1), self.random_blocks(num_blocks, device)], dim=-1)
+        table = torch.cat(
+            [fixed.expand(self.num_heads, -1, -1), self.random_blocks(num_blocks, device)], dim=-1
+        )
         duplicate = torch.zeros(num_blocks - 2, table.shape[-1], dtype=torch.bool, device=device)
         duplicate[0, 1] = True
         duplicate[-1, 3] = True

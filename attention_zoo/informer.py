@@ -45,7 +45,9 @@ class InformerAttention(nn.Module):
     No ``attention_dropout``: the authors' ``ProbAttention`` defines a dropout it never applies.
     """
 
-    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int, num_features: PositiveInt = 128) -> None:
+    def __init__(
+        self, *, head_dim: int, num_heads: int, seq_len: int, num_features: PositiveInt = 128
+    ) -> None:
         super().__init__()
         self.num_features = num_features
         self.factor = math.ceil(num_features / math.log(seq_len)) if seq_len > 1 else num_features
@@ -94,7 +96,9 @@ class InformerAttention(nn.Module):
         return mean_value.expand(-1, -1, length, -1).scatter(2, index, attended)
 
 
-def sparsity_measure(q: torch.Tensor, k: torch.Tensor, sampled: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+def sparsity_measure(
+    q: torch.Tensor, k: torch.Tensor, sampled: torch.Tensor, count: torch.Tensor
+) -> torch.Tensor:
     """M = max − sum / count of each query's sampled scores q_i·k_j.
 
     q, k: (B, H, N, D); sampled: (B, N, U) key positions; count: (B,) -> M (B, H, N).

@@ -25,6 +25,7 @@ from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import Bounds, OddPositiveInt, register_attention
 
 NonNegativeInt = Annotated[int, Bounds(low=0)]
+PAD_SCORE = torch.finfo(torch.float32).min / 2  # the score of a key outside the band or padded
 
 
 def band_windows(x: torch.Tensor, side: int, chunk: int, chunks: int) -> torch.Tensor:
@@ -83,42 +84,34 @@ class LongformerAttention(nn.Module):
         side = min(self.window // 2, length - 1)
         chunk = max(side // 2, 1)
         chunks = -(-length // chunk)
-        band_keys = real
         if self.global_tokens:
             positions, exists = self.global_positions(real)
-            band_keys = real.scatter(1, positions, False)
+            real_band = real.scatter(1, positions, False)  # global keys enter once, as keys of their own
+        else:
+            real_band = real
 
         queries = F.pad(q, (0, 0, 0, chunks * chunk - length)).view(batch, heads, chunks, chunk, dim)
         keys = band_windows(k, side, chunk, chunks)  # (B, H, chunks, c + 2w, D)
         values = band_windows(v, side, chunk, chunks)
-        key_ok = band_windows(band_keys[:, :, None].float(), side, chunk, chunks).squeeze(-1) > 0
-        offset = torch.arange(chunk + 2 * side, device=q.device)[None, :] - torch.arange(chunk, device=q.device)[:, None]
+        key_ok = band_windows(real_band[:, :, None].float(), side, chunk, chunks).squeeze(-1) > 0
+        slots = torch.arange(chunk + 2 * side, device=q.device)
+        offset = slots[None, :] - torch.arange(chunk, device=q.device)[:, None]
         in_band = (offset >= 0) & (offset <= 2 * side)  # (c, c + 2w): key within w of the query
         allowed = in_band & key_ok[:, None, :, None, :]  # (B, 1, chunks, c, c + 2w)
         scores = (queries @ keys.transpose(-1, -2)) * dim**-0.5
-        scores = scores.masked_fill_(~allowed, torch.finfo(scores.dtype).min / 2)  # in place: nothing saved it
-        if self.global_tokens:
-            global_keys = k.gather(2, positions[:, None, :, None].expand(-1, heads, -1, dim))
-            global_values = v.gather(2, positions[:, None, :, None].expand(-1, heads, -1, dim))
-            global_scores = torch.einsum("bhscd,bhgd->bhscg", queries, global_keys) * dim**-0.5
-            global_scores = global_scores.masked_fill(~exists[:, None, None, None, :], torch.finfo(q.dtype).min / 2)
-            weights = torch.softmax(torch.cat([scores, global_scores], dim=-1), dim=-1)
-            out = weights[..., : scores.shape[-1]] @ values
-            out = out + torch.einsum("bhscg,bhgd->bhscd", weights[..., scores.shape[-1] :], global_values)
-        else:
+        scores = scores.masked_fill_(~allowed, PAD_SCORE)  # in place: nothing saved the product
+        if not self.global_tokens:
             out = torch.softmax(scores, dim=-1) @ values
-        out = out.reshape(batch, heads, chunks * chunk, dim)[:, :, :length]
-        if self.global_tokens:
-            out = self._global_rows(out, q, k, v, real, positions)
-        return out
+            return out.reshape(batch, heads, chunks * chunk, dim)[:, :, :length]
 
-    @staticmethod
-    def _global_rows(
-        out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor, positions: torch.Tensor
-    ) -> torch.Tensor:
-        """``out`` with the global tokens' rows replaced by attention over every real key."""
-        index = positions[:, None, :, None].expand(-1, q.shape[1], -1, q.shape[-1])
-        attended = F.scaled_dot_product_attention(
-            q.gather(2, index), k, v, attn_mask=key_padding_bias(real, q.dtype)
-        )
-        return out.scatter(2, index, attended)
+        index = positions[:, None, :, None].expand(-1, heads, -1, dim)  # (B, H, g, D)
+        global_keys, global_values = k.gather(2, index), v.gather(2, index)
+        global_scores = torch.einsum("bhscd,bhgd->bhscg", queries, global_keys) * dim**-0.5
+        global_scores = global_scores.masked_fill(~exists[:, None, None, None, :], PAD_SCORE)
+        weights = torch.softmax(torch.cat([scores, global_scores], dim=-1), dim=-1)
+        band_weights, global_weights = weights.split([scores.shape[-1], global_scores.shape[-1]], dim=-1)
+        out = band_weights @ values + torch.einsum("bhscg,bhgd->bhscd", global_weights, global_values)
+        out = out.reshape(batch, heads, chunks * chunk, dim)[:, :, :length]
+        # the global tokens' own rows: attention over every real key
+        bias = key_padding_bias(real, q.dtype)
+        return out.scatter(2, index, F.scaled_dot_product_attention(q.gather(2, index), k, v, attn_mask=bias))
