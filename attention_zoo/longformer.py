@@ -15,16 +15,13 @@ scores outside the band, 20% instead of 33%, and were as fast or faster on one C
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens
-from attention_zoo.registry import Bounds, OddPositiveInt, register_attention
+from attention_zoo.registry import NonNegativeInt, OddPositiveInt, register_attention
 
-NonNegativeInt = Annotated[int, Bounds(low=0)]
 PAD_SCORE = torch.finfo(torch.float32).min / 2  # the score of a key outside the band or padded
 
 
