@@ -163,5 +163,5 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         rows_by_scope[scope] = sweep(configs, run_one, args.max_step_s)
         outputs.write_csv(CSV_COLUMNS, rows_by_scope[scope], csv_suffix(scope))
     outputs.write_page(*page(rows_by_scope, args, device))
-    write_plot(outputs, rows_by_scope)
+    write_plot(outputs, rows_by_scope, args, device)
     outputs.announce("csv,md,png")
