@@ -166,13 +166,15 @@ def plot_where(settings: argparse.Namespace, device: torch.device) -> str:
 
 
 def stop_note(rows: Sequence[Measurement]) -> str:
-    """Where each scope's run of one attention stopped, e.g. ``oom at 16384``; empty when it never did."""
+    """Where each scope's run of one attention stopped, e.g. `` (oom at 16384)``, or
+    `` (layer: oom at 16384; encoder: timeout at 8192)`` when the scopes differ; empty when it never did."""
+    scopes = list(dict.fromkeys(row.scope for row in rows))
     stops = {}
-    for row in sorted(rows, key=lambda r: r.seq_len):
+    for row in sorted(rows, key=lambda r: (scopes.index(r.scope), r.seq_len)):
         if row.status not in ("ok", "skipped"):
             stops.setdefault(row.scope, f"{row.status} at {row.seq_len}")
     distinct = set(stops.values())
-    if len(distinct) == 1 and len(stops) == len({row.scope for row in rows}):  # alike in every scope
+    if len(distinct) == 1 and len(stops) == len(scopes):  # alike in every scope
         return f" ({distinct.pop()})"
     return f" ({'; '.join(f'{scope}: {stop}' for scope, stop in stops.items())})" if stops else ""
 
