@@ -33,9 +33,10 @@ LONG_VARIANT = {
 }
 
 
-def write_sweep(root: Path) -> Path:
-    """Two seeds of each ``SWEEP`` attention on all five tasks, with curves; a budget variant of nystrom
-    on listops only (so the per-task chart is drawn); one curve file cut mid-row."""
+def write_sweep(root: Path, seconds_per_step_ms: float = 30.0) -> Path:
+    """Two seeds of each ``SWEEP`` attention on all five tasks, with curves, ``step_ms ×
+    seconds_per_step_ms`` seconds long; a budget variant of nystrom on listops only (so the per-task
+    chart is drawn); one curve file cut mid-row."""
     for attention, (acc, step_ms, rss) in SWEEP.items():
         for task in TASKS:
             for seed in (0, 1):
@@ -45,10 +46,10 @@ def write_sweep(root: Path) -> Path:
                             "features": 128},
                     data={"set": task, "majority_share": MAJORITY},
                     metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": rss, "test/acc_final": acc - 0.02},
-                    train_time_s=step_ms * 30,
+                    train_time_s=step_ms * seconds_per_step_ms,
                 )  # fmt: skip
-                scale = step_ms / 10
-                write_curve(run_dir, [(scale, 0.4), (2 * scale, acc - 0.05), (3 * scale, acc)])
+                scale = step_ms * seconds_per_step_ms / 3
+                write_curve(run_dir, [(scale, 0.4), (2 * scale, acc - 0.05 + 0.03 * seed), (3 * scale, acc)])
     variant = write_summary(
         root, "listops", "nystrom", 0, 0.3, config=LONG_VARIANT, schema=2, finished="2025-01-02T10:00:00",
         data={"set": "listops", "majority_share": MAJORITY}, metrics={"perf/step_ms": 15.0},
@@ -102,8 +103,9 @@ def test_truncated_metrics_csv_is_named_and_the_rest_is_written(tmp_path: Path):
     assert (out / "skyformer_figure2.png").is_file() and "![Figure 2" in text
 
 
-def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_path: Path):
-    completed = latest_per_seed(find_runs([write_sweep(tmp_path)]))
+@pytest.mark.parametrize("seconds_per_step_ms", [0.5, 30.0, 600.0])  # runs of seconds, minutes, hours
+def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_path: Path, seconds_per_step_ms):
+    completed = latest_per_seed(find_runs([write_sweep(tmp_path, seconds_per_step_ms)]))
     curves, missing = read_curves(completed)
     assert len(missing) == 1
     figures = {
