@@ -60,7 +60,8 @@ def write_sweep(root: Path, seconds_per_step_ms: float = 30.0) -> Path:
 
 def test_runs_at_chance_are_flagged_in_the_tables_and_counted_at_the_top(tmp_path: Path):
     out = tmp_path / "results"
-    assert main(["--runs", str(write_sweep(tmp_path / "runs")), "--out", str(out), "--final"]) == 0
+    runs = write_sweep(tmp_path / "runs")
+    assert main(["--runs", str(runs), "--out", str(out), "--final", "--paper", "nystromformer"]) == 0
     text = (out / "lra_table.md").read_text()
     # performer: 50.5% (at chance: at most 50% + 1 point) and 51.5% (not) on each task
     assert "| performer | 51.00 ± 0.71 (2, 1 at chance) |" in text
@@ -103,7 +104,7 @@ def test_truncated_metrics_csv_is_named_and_the_rest_is_written(tmp_path: Path):
     assert (out / "skyformer_figure2.png").is_file() and "![Figure 2" in text
 
 
-@pytest.mark.parametrize("seconds_per_step_ms", [0.5, 30.0, 600.0])  # runs of seconds, minutes, hours
+@pytest.mark.parametrize("seconds_per_step_ms", [0.5, 600.0])  # runs of seconds (a narrow log range), hours
 def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_path: Path, seconds_per_step_ms):
     completed = latest_per_seed(find_runs([write_sweep(tmp_path, seconds_per_step_ms)]))
     curves, missing = read_curves(completed)
@@ -136,10 +137,9 @@ def test_wandb_logs_the_tables_and_figures_to_one_offline_report_run(tmp_path: P
     assert any(run_dir.rglob("lra_accuracy_vs_time_*.png"))
 
 
-@pytest.mark.parametrize("argv", [["--paper", "other"]])
-def test_unknown_paper_is_one_line(tmp_path: Path, argv: list[str], capsys):
+def test_unknown_paper_is_one_line(tmp_path: Path, capsys):
     with pytest.raises(SystemExit):
-        main(["--runs", str(tmp_path), *argv])
+        main(["--runs", str(tmp_path), "--paper", "other"])
     assert "invalid choice: 'other'" in capsys.readouterr().err
 
 

@@ -12,6 +12,7 @@ attention has one colour in every plot; a hollow marker or dashed curve is a var
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -213,8 +214,11 @@ def speed_accuracy_memory(
                        facecolors="none" if flagged else color)  # fmt: skip
             label = f"{variant} ({flagged} at chance)" if flagged else variant
             right_half = x > statistics.fmean(speeds[v][t] for v in variants for t in tasks)
-            ax.annotate(label, (x, y), xytext=(-6 if right_half else 6, 6), textcoords="offset points",
-                        fontsize=7, ha="right" if right_half else "left")  # fmt: skip
+            offset = math.sqrt(size / math.pi) + 2  # points: the marker's radius and a gap
+            ax.annotate(
+                label, (x, y), xytext=(-offset if right_half else offset, 0), textcoords="offset points",
+                fontsize=7, ha="right" if right_half else "left", va="center",
+            )  # fmt: skip
         ax.set(title=panel, ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
                xlabel=f"training speed ({'× standard' if relative else 'steps/s'})")  # fmt: skip
         ax.margins(0.35)
