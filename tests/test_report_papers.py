@@ -102,6 +102,7 @@ def test_truncated_metrics_csv_is_named_and_the_rest_is_written(tmp_path: Path):
     assert "| listops | nystrom (num_landmarks=32) | 0 | csv/metrics.csv is truncated" in missing
     assert len([line for line in missing.splitlines() if line.startswith("| listops")]) == 1  # that run only
     assert (out / "skyformer_figure2.png").is_file() and "![Figure 2" in text
+    assert "| performer (5 run(s) at chance) | 0.150 ± 0.000 (2) ×0.45 / 0.77 ×0.18 |" in text  # Table 2
 
 
 @pytest.mark.parametrize("seconds_per_step_ms", [0.5, 600.0])  # runs of seconds (a narrow log range), hours
