@@ -6,10 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lra.bench import efficiency, fidelity, train_speed
+from lra.bench import compare, efficiency, fidelity, train_speed
 
 # sub-command -> (help, configure(parser) -> run(args, argv))
 COMMANDS = {
+    "compare": ("our cores against reference implementations, timed interleaved", compare.configure),
     "efficiency": ("time and peak memory of forward+backward against sequence length", efficiency.configure),
     "fidelity": (
         "relative spectral-norm error of approximate attentions against exact ones",
