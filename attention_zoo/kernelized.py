@@ -83,6 +83,26 @@ def softmax_operands(
     return queries, keys, values
 
 
+def gaussian_attention(
+    x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout: float = 0.0
+) -> torch.Tensor:
+    """κ(x, y) v through ``scaled_dot_product_attention``: (B, H, n, d), (B, H, N, d), (B, H, N, d) ->
+    (B, H, n, d), float32.
+
+    Keys where ``mask`` (B, N) is False get weight 0; x, y, v carry zeros at padded positions (see
+    ``softmax_operands``). ``dropout`` > 0 drops kernel entries (inverted scaling) through SDPA's own
+    dropout; the normaliser comes from a call without it.
+    """
+    queries, keys, values = softmax_operands(x, y, v, mask)
+    dim = x.shape[-1]
+    out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
+    numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
+    if dropout > 0:
+        dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
+        numerator = dropped[..., :dim]
+    return numerator / normaliser
+
+
 @register_attention("kernelized")
 class KernelizedAttention(nn.Module):
     """Exact (quadratic-time) Gaussian-kernel attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
@@ -110,18 +130,11 @@ class KernelizedAttention(nn.Module):
         check_inputs(q, k, v, mask)
         scale = self.head_dim**-0.25
         with torch.autocast(device_type=q.device.type, enabled=False):
-            queries, keys, values = softmax_operands(
+            out = gaussian_attention(
                 zero_padding(q.float(), mask) * scale,
                 zero_padding(k.float(), mask) * scale,
                 zero_padding(v.float(), mask),
                 mask,
+                dropout=self.attention_dropout if self.training else 0.0,
             )
-            dim = q.shape[-1]
-            out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
-            numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
-            dropout = self.attention_dropout if self.training else 0.0
-            if dropout > 0:
-                dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
-                numerator = dropped[..., :dim]
-            out = numerator / normaliser
         return out.to(q.dtype)
