@@ -62,10 +62,11 @@ def softmax_operands(
     """Queries, keys and values of the softmax attention whose value channels divided by its
     extra channel (index d) are κ(x, y) v.
 
-    x, y, v: (B, H, N, d) float32 with padded positions zeroed; mask (B, N) or None.
-    Returns (B, H, N, F), (B, H, N + 1, F), (B, H, N + 1, F) with F = d + 2 rounded up to a
+    x: (B, H, n, d), y, v: (B, H, N, d), float32 with padded positions zeroed; mask (B, N) or None.
+    Returns (B, H, n, F), (B, H, N + 1, F), (B, H, N + 1, F) with F = d + 2 rounded up to a
     multiple of 4, c = ½ + MARGIN: query [x, 1, c‖x‖², 0…]; key [y, −c‖y‖² (EXCLUDED if padded),
-    0…] and the extra key [0, 0, 1, 0…]; value [v, 0…] and the extra value [0, 1, 0…].
+    0…] and the extra key [0, 0, 1, 0…]; value [v, 0…] and the extra value [0, 1, 0…]. Each is
+    assembled by concatenation only (whose backward is views of the gradient), no padding copy.
     """
     batch, heads, length, dim = x.shape
     width = -(-(dim + 2) // FEATURE_MULTIPLE) * FEATURE_MULTIPLE
@@ -73,13 +74,20 @@ def softmax_operands(
     key_feature = -(0.5 + MARGIN) * y.square().sum(dim=-1, keepdim=True)
     if mask is not None:
         key_feature = key_feature.masked_fill(~mask[:, None, :, None], EXCLUDED)
-    extra_key = x.new_zeros(batch, heads, 1, width)
+
+    def zeros(rows: int, columns: int) -> torch.Tensor:
+        return x.new_zeros(batch, heads, rows, columns)
+
+    extra_key = zeros(1, width)
     extra_key[..., dim + 1] = 1.0  # against the query's c‖x‖²
-    extra_value = x.new_zeros(batch, heads, 1, width)
+    extra_value = zeros(1, width)
     extra_value[..., dim] = 1.0  # the normaliser channel
-    queries = F.pad(torch.cat([x, torch.ones_like(half_sq_x), half_sq_x], dim=-1), (0, width - dim - 2))
-    keys = torch.cat([F.pad(torch.cat([y, key_feature], dim=-1), (0, width - dim - 1)), extra_key], dim=-2)
-    values = torch.cat([F.pad(v, (0, width - dim)), extra_value], dim=-2)
+    keys_length = y.shape[-2]
+    queries = torch.cat([x, torch.ones_like(half_sq_x), half_sq_x, zeros(length, width - dim - 2)], dim=-1)
+    keys = torch.cat(
+        [torch.cat([y, key_feature, zeros(keys_length, width - dim - 1)], dim=-1), extra_key], dim=-2
+    )
+    values = torch.cat([torch.cat([v, zeros(keys_length, width - dim)], dim=-1), extra_value], dim=-2)
     return queries, keys, values
 
 

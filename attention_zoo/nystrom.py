@@ -28,13 +28,14 @@ def segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
 
     Position j belongs to segment ⌊j·count/n⌋, so segment i spans positions ⌈i·n/count⌉ to
     ⌈(i+1)·n/count⌉ − 1: sizes differ by at most one and none is empty when count <= n.
-    When count divides n this is a reshape and a mean; otherwise each segment is read as the
+    When count divides n this is a reshape and a sum; otherwise each segment is read as the
     ⌈n/count⌉ slots from its start, a short segment's last slot pointing at an appended zero row,
     and each slot sum is divided by its segment's true size (O(n·d), no (count × n) matrix).
     """
     n = x.shape[-2]
     if n % count == 0:
-        return x.unflatten(-2, (count, n // count)).mean(dim=-2)
+        # a sum scaled afterwards: its backward is a broadcast view, where mean's materialises (n, d)
+        return x.unflatten(-2, (count, n // count)).sum(dim=-2) * (count / n)
     bounds = (torch.arange(count + 1, device=x.device) * n + count - 1) // count  # ⌈i·n/count⌉
     start, size = bounds[:-1], bounds.diff()
     slots = start[:, None] + torch.arange(-(-n // count), device=x.device)  # (count, ⌈n/count⌉)

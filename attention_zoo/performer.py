@@ -22,6 +22,10 @@ not softmax(QKᵀ/√d) — and ``feature_epsilon=1e-4``, the constant they add 
 the stabilised exponential (φ = (exp(· − stabiliser) + ε)/√m; with ε > 0 the stabilisers no longer
 cancel exactly, as in their code). Their key stabiliser is one maximum over the whole batch and
 their padded keys keep φ = ε; here both stay per sequence and padded keys stay at φ = 0.
+
+Backward keeps φ(Q) and φ(K) and no other (N × m) tensor: the exponents are computed in place (the
+scale folded into W), and ε is not added to the features themselves but to the small factors, by
+(φ + ε)ᵀ[V, 1] = φᵀ[V, 1] + ε Σ_real [V, 1] and (φ_q + ε)·c = φ_q·c + ε Σ c — the same sums.
 """
 
 from __future__ import annotations

@@ -23,6 +23,13 @@ from attention_zoo.skyformer import SkyformerAttention, sample_landmark_rows
 from lra.bench.compare import Pair
 
 
+def previous_segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
+    """``segment_means`` as it was: a ``mean`` (whose backward materialises the broadcast) when
+    ``count`` divides the length."""
+    n = x.shape[-2]
+    return x.unflatten(-2, (count, n // count)).mean(dim=-2) if n % count == 0 else segment_means(x, count)
+
+
 def previous_nystrom(
     core: NystromAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
 ) -> torch.Tensor:
@@ -32,7 +39,7 @@ def previous_nystrom(
     k = zero_padding(k, mask) * scale
     v = zero_padding(v, mask)
     count = min(core.num_landmarks, q.shape[-2])
-    q_landmarks, k_landmarks = segment_means(q, count), segment_means(k, count)
+    q_landmarks, k_landmarks = previous_segment_means(q, count), previous_segment_means(k, count)
     query_kernel = torch.softmax(q @ k_landmarks.transpose(-1, -2), dim=-1)
     landmark_kernel = torch.softmax(q_landmarks @ k_landmarks.transpose(-1, -2), dim=-1)
     key_logits = q_landmarks @ k.transpose(-1, -2)
@@ -102,10 +109,14 @@ PREVIOUS = {"nystrom": previous_nystrom, "skyformer": previous_skyformer, "perfo
 
 
 def random_inputs(shape: tuple[int, int, int, int], seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """q, k, v of ``shape`` (B, H, N, D) that require gradients, and an all-True (B, N) mask."""
+    """q, k, v of ``shape`` (B, H, N, D) and an all-True (B, N) mask. q, k, v are views of one
+    (B, N, 3, H, D) tensor that requires gradients, laid out as ``MultiHeadSelfAttention``'s fused
+    projection hands them to a core."""
+    batch, heads, length, head_dim = shape
     generator = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(shape, generator=generator).requires_grad_(True) for _ in range(3))
-    return q, k, v, torch.ones(shape[0], shape[2], dtype=torch.bool)
+    qkv = torch.randn(batch, length, 3, heads, head_dim, generator=generator).requires_grad_(True)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    return q, k, v, torch.ones(batch, length, dtype=torch.bool)
 
 
 def previous_pairs(names: Sequence[str] | None, shape: tuple[int, int, int, int]) -> list[Pair]:
