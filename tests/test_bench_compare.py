@@ -39,42 +39,31 @@ def stand_in_checkout(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
-def test_against_previous_prints_a_row_per_core_and_writes_the_report(tmp_path, capsys):
-    output = tmp_path / "compare.md"
-    assert main(["compare", "--against", "previous", *TINY, "--output", str(output)]) == 0
-    report = output.read_text()
+def test_against_previous_writes_a_row_per_core_with_the_provenance(tmp_path):
+    assert main(["compare", "--against", "previous", *TINY, "--out", str(tmp_path)]) == 0
+    report = (tmp_path / "compare_previous_cpu.md").read_text()
     for core in ("nystrom", "skyformer", "performer"):
         assert f"| {core} | 64 |" in report
     assert "- command: `python -m lra.bench compare --against previous" in report
     assert "load average" in report
-    assert report in capsys.readouterr().out
+    rows = (tmp_path / "compare_previous_cpu.csv").read_text().splitlines()
+    assert rows[0].startswith("label,length,ours_median_ms") and len(rows) == 4
 
 
-def test_against_authors_loads_their_code_and_skips_what_cannot_be_compared(stand_in_checkout, capsys):
+def test_against_authors_loads_their_code_and_skips_what_cannot_be_compared(stand_in_checkout, tmp_path):
     cores = ["nystrom", "performer", "no_such_core"]
-    assert (
-        main(
-            [
-                "compare",
-                "--against",
-                "authors",
-                "--authors-code",
-                str(stand_in_checkout),
-                "--cores",
-                *cores,
-                *TINY,
-            ]
-        )
-        == 0
-    )
-    out = capsys.readouterr().out
-    assert "| nystrom | 64 |" in out
-    assert "- skipped performer: ModuleNotFoundError" in out
-    assert "- skipped no_such_core: not a registered attention here" in out
+    checkout = ["--authors-code", str(stand_in_checkout)]
+    argv = ["compare", "--against", "authors", *checkout, "--cores", *cores, *TINY, "--out", str(tmp_path)]
+    assert main(argv) == 0
+    report = (tmp_path / "compare_authors_cpu.md").read_text()
+    assert "| nystrom | 64 |" in report
+    assert "- skipped performer: ModuleNotFoundError" in report
+    assert "- skipped no_such_core: not a registered attention here" in report
 
 
 def test_against_authors_needs_a_checkout(tmp_path):
+    out = ["--out", str(tmp_path)]
     with pytest.raises(SystemExit):
-        main(["compare", "--against", "authors", *TINY])
+        main(["compare", "--against", "authors", *TINY, *out])
     with pytest.raises(SystemExit):
-        main(["compare", "--against", "authors", "--authors-code", str(tmp_path / "missing"), *TINY])
+        main(["compare", "--against", "authors", "--authors-code", str(tmp_path / "missing"), *TINY, *out])

@@ -25,9 +25,11 @@ from pathlib import Path
 
 import torch
 
+from lra.bench.output import Outputs, number
 from lra.bench.timing import time_steps
-from lra.provenance import machine_description, markdown_table, rerun_command
+from lra.report.provenance import markdown_table
 
+HELP = "forward+backward of our cores against reference implementations, timed interleaved"
 Inputs = tuple[torch.Tensor, ...]
 Function = Callable[..., torch.Tensor]  # of the inputs -> the output to differentiate
 CPU = torch.device("cpu")
@@ -50,12 +52,46 @@ class Pair:
 
 @dataclass(frozen=True)
 class Comparison:
+    """The timed steps of both sides of one pair at one length (ms) and what each keeps (bytes)."""
+
     label: str
     length: int
     ours_ms: list[float]
     reference_ms: list[float]
     ours_saved: int
     reference_saved: int
+
+    @property
+    def ours_median_ms(self) -> float:
+        return statistics.median(self.ours_ms)
+
+    @property
+    def reference_median_ms(self) -> float:
+        return statistics.median(self.reference_ms)
+
+    @property
+    def time_ratio(self) -> float:
+        return self.ours_median_ms / self.reference_median_ms
+
+    @property
+    def fastest_ratio(self) -> float:
+        return min(self.ours_ms) / min(self.reference_ms)
+
+    @property
+    def round_ratios(self) -> list[float]:
+        return [ours / reference for ours, reference in zip(self.ours_ms, self.reference_ms, strict=True)]
+
+    @property
+    def ours_kept_mb(self) -> float:
+        return self.ours_saved / 2**20
+
+    @property
+    def reference_kept_mb(self) -> float:
+        return self.reference_saved / 2**20
+
+    @property
+    def kept_ratio(self) -> float | None:
+        return self.ours_saved / self.reference_saved if self.reference_saved else None
 
 
 def saved_tensor_bytes(run: Callable[[], torch.Tensor], exclude: Iterable[torch.Tensor] = ()) -> int:
@@ -122,24 +158,18 @@ def compare(pair: Pair, length: int, rounds: int, warmup: int) -> Comparison:
     )
 
 
-def comparison_row(result: Comparison) -> list[str]:
-    ours, reference = statistics.median(result.ours_ms), statistics.median(result.reference_ms)
-    per_round = [a / b for a, b in zip(result.ours_ms, result.reference_ms, strict=True)]
-    saved_ratio = result.ours_saved / result.reference_saved if result.reference_saved else float("nan")
-    return [
-        result.label,
-        str(result.length),
-        f"{ours:.1f}",
-        f"{reference:.1f}",
-        f"**{ours / reference:.2f}**",
-        f"{min(result.ours_ms) / min(result.reference_ms):.2f}",
-        f"{min(per_round):.2f}–{max(per_round):.2f}",
-        f"{result.ours_saved / 2**20:.1f}",
-        f"{result.reference_saved / 2**20:.1f}",
-        f"{saved_ratio:.2f}",
-    ]
-
-
+# CSV column (a Comparison attribute) -> format
+CSV_COLUMNS = {
+    "label": "",
+    "length": "d",
+    "ours_median_ms": ".2f",
+    "reference_median_ms": ".2f",
+    "time_ratio": ".3f",
+    "fastest_ratio": ".3f",
+    "ours_kept_mb": ".2f",
+    "reference_kept_mb": ".2f",
+    "kept_ratio": ".3f",
+}
 HEADER = (
     "core",
     "n",
@@ -152,34 +182,45 @@ HEADER = (
     "reference kept (MB)",
     "kept ratio",
 )
+REFERENCES = {
+    "previous": "each core's previous form (kernels formed in memory; lra/bench/previous_cores.py)",
+    "authors": "the authors' implementations (lra/bench/authors_cores.py; their code from a checkout)",
+}
 
 
-def report(
-    results: Sequence[Comparison], skipped: Sequence[str], settings: argparse.Namespace, command: str
-) -> str:
-    """The comparison as markdown: what was run, where, when, then one row per pair and length."""
-    reference = {
-        "previous": "each core's previous form (kernels formed in memory; lra/bench/previous_cores.py)",
-        "authors": "the authors' implementations (lra/bench/authors_cores.py, their code from "
-        f"{settings.authors_code})",
-    }[settings.against]
-    lines = [
-        f"# Our cores against {settings.against}",
-        "",
-        f"Forward+backward, batch {settings.batch}, {settings.heads} heads, head_dim {settings.head_dim}, "
-        f"{settings.threads} torch thread(s); reference: {reference}. {settings.warmup} warm-up step(s) "
-        f"each, then {settings.rounds} rounds alternating the two (median per side; fastest-step ratio: "
-        "the two sides' fastest steps, which load from other processes inflates least; per-round ratios: "
-        "min–max of ours/reference within a round). Kept: bytes autograd saves for backward, inputs "
-        "and weights not counted (a resident-set peak is not separable in one process).",
-        "",
-        *machine_description(CPU),
-        f"- command: `{command}`",
-        "",
-        markdown_table(HEADER, [comparison_row(result) for result in results]),
+def comparison_row(result: Comparison) -> list[str]:
+    ratios = result.round_ratios
+    return [
+        result.label,
+        str(result.length),
+        f"{result.ours_median_ms:.1f}",
+        f"{result.reference_median_ms:.1f}",
+        f"**{result.time_ratio:.2f}**",
+        f"{result.fastest_ratio:.2f}",
+        f"{min(ratios):.2f}–{max(ratios):.2f}",
+        f"{result.ours_kept_mb:.1f}",
+        f"{result.reference_kept_mb:.1f}",
+        number(result.kept_ratio, ".2f") or "—",
     ]
-    lines += [f"- skipped {line}" for line in skipped]
-    return "\n".join(lines) + "\n"
+
+
+def write_report(
+    outputs: Outputs, results: Sequence[Comparison], skipped: Sequence[str], settings: argparse.Namespace
+) -> None:
+    """``compare_<against>_cpu.{csv,md}``: one row per pair and length, with what was run, where, when."""
+    outputs.write_csv(CSV_COLUMNS, results)
+    method = (
+        f"Forward+backward, batch {settings.batch}, {settings.heads} heads, head_dim {settings.head_dim}, "
+        f"{settings.threads} torch thread(s); reference: {REFERENCES[settings.against]}. {settings.warmup} "
+        f"warm-up step(s) each, then {settings.rounds} rounds alternating the two (median per side; "
+        "fastest-step ratio: the two sides' fastest steps, which load from other processes inflates "
+        "least; per-round ratios: min–max of ours/reference within a round). Kept: bytes the output's "
+        "graph keeps for backward, inputs and weights not counted (a resident-set peak cannot separate "
+        "two implementations in one process)."
+    )
+    table = markdown_table(HEADER, [comparison_row(result) for result in results])
+    notes = [f"- skipped {line}" for line in skipped]
+    outputs.write_page(f"Our cores against {settings.against}", [method], [table], notes)
 
 
 def pairs_for(settings: argparse.Namespace, length: int) -> tuple[list[Pair], list[str]]:
@@ -194,7 +235,7 @@ def pairs_for(settings: argparse.Namespace, length: int) -> tuple[list[Pair], li
     return authors_pairs(Path(settings.authors_code), settings.cores, shape)
 
 
-def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, list[str]], None]:
+def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
     parser.add_argument("--against", choices=("previous", "authors"), required=True)
     parser.add_argument("--authors-code", help="a checkout of github.com/pkuzengqi/Skyformer (for authors)")
     parser.add_argument("--cores", nargs="+", default=None, help="a subset of the cores (default: all)")
@@ -210,14 +251,17 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--output", type=Path, help="also write the markdown report here")
+    parser.add_argument(
+        "--out", type=Path, default=Path("results"), help="folder for compare_<against>_cpu.*"
+    )
     return run
 
 
-def run(settings: argparse.Namespace, argv: list[str]) -> None:
+def run(settings: argparse.Namespace, argv: Sequence[str]) -> None:
     if settings.against == "authors" and not settings.authors_code:
         raise ValueError("--against authors needs --authors-code PATH (a checkout of pkuzengqi/Skyformer)")
     lengths = settings.lengths or ([1024, 4096, 16384] if settings.against == "previous" else [4096])
+    outputs = Outputs.start(settings.out, f"compare_{settings.against}", CPU, ["compare", *argv])
     torch.set_num_threads(settings.threads)
     results, skipped = [], []
     for length in lengths:
@@ -227,8 +271,6 @@ def run(settings: argparse.Namespace, argv: list[str]) -> None:
             result = compare(pair, length, settings.rounds, settings.warmup)
             print(" | ".join(comparison_row(result)), flush=True)
             results.append(result)
-    text = report(results, skipped, settings, rerun_command("lra.bench", ["compare", *argv]))
-    print(text)
-    if settings.output:
-        settings.output.parent.mkdir(parents=True, exist_ok=True)
-        settings.output.write_text(text)
+    print(*(f"skipped {line}" for line in skipped), sep="\n")
+    write_report(outputs, results, skipped, settings)
+    print(f"wrote {outputs.path('.md')} and {outputs.path('.csv')}")

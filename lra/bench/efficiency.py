@@ -8,37 +8,108 @@ priming step (``lra.bench.timing``: synchronised timing and ``max_memory_allocat
 on CPU). By default every CPU configuration runs in a fresh subprocess (``lra.bench.isolation``), so
 no allocator cache from an earlier configuration shifts its memory, an address-space limit
 (``--mem-limit-mb``) turns a too-large configuration into a recorded ``oom``, and a hung one is ended
-by ``--timeout-s``. Rows, statuses and skipping: ``lra.bench.efficiency_measure``; files:
-``lra.bench.efficiency_output``.
-
-``python -m lra.bench.efficiency CONFIG_JSON [--mem-limit-mb N]`` is the worker that measures one
-configuration in such a subprocess.
+by ``--timeout-s``. Every configuration gives one ``Measurement`` with status ``ok``, ``oom``,
+``timeout``, ``error`` or ``skipped`` (``sweep``); tables and plot: ``lra.bench.efficiency_tables``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
-from lra.bench.baselines import bench_names
-from lra.bench.efficiency_measure import (
-    WORKER,
-    Measurement,
-    measure,
-    measure_as_json,
-    measure_in_subprocess,
-    sweep,
-)
-from lra.bench.efficiency_output import csv_path, write_markdown, write_measurements, write_plot
-from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig
-from lra.bench.isolation import add_isolation_arguments, runner, settle_isolation, worker_main
-from lra.bench.timing import default_device
-from lra.provenance import machine_description, rerun_command
+import torch
 
+from lra.bench.baselines import bench_names
+from lra.bench.efficiency_tables import CSV_COLUMNS, csv_suffix, page, write_plot
+from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig, primed_step
+from lra.bench.isolation import Runner, add_run_arguments, isolated_runner
+from lra.bench.output import Outputs
+from lra.bench.timing import Failure, default_device, measure_step
+
+HELP = "time and peak memory of forward+backward against sequence length"
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of results; ``detail`` (not in the CSV) says why a row is not ``ok``."""
+
+    attention: str
+    seq_len: int
+    batch: int
+    time_ms: float | None
+    peak_mem_mb: float | None
+    status: str
+    scope: str = "layer"
+    detail: str = ""
+    timed_steps: int = 0
+
+    @classmethod
+    def failed(cls, config: BenchConfig, failure: Failure) -> Measurement:
+        return cls(
+            config.attention, config.seq_len, config.batch, None, None, failure.status, config.scope,
+            failure.detail,
+        )  # fmt: skip
+
+
+def measure(config: BenchConfig) -> Measurement:
+    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps."""
+    device = torch.device(config.device)
+    timed = measure_step(
+        partial(primed_step, config, device),
+        device,
+        warmup=config.warmup,
+        repeats=config.repeats,
+        budget_s=config.time_budget_s,
+        threads=config.threads,
+    )
+    if isinstance(timed, Failure):
+        return Measurement.failed(config, timed)
+    return Measurement(
+        config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, "ok", config.scope,
+        timed_steps=len(timed.times_ms),
+    )  # fmt: skip
+
+
+def format_progress(row: Measurement) -> str:
+    figures = (
+        f"{row.time_ms:10.1f} ms {row.peak_mem_mb:10.1f} MB ({row.timed_steps} timed)"
+        if row.status == "ok"
+        else f"{row.status.upper()} {row.detail}"
+    )
+    return f"[{row.scope:7}] {row.attention:10} n={row.seq_len:6} batch={row.batch}: {figures}"
+
+
+def sweep(
+    configs: Sequence[BenchConfig],
+    run_one: Callable[[BenchConfig], Measurement],
+    max_step_s: float | None = None,
+) -> list[Measurement]:
+    """Measure every config in order (lengths ascending), printing each row.
+
+    Once an (attention, scope) fails at some length, or one of its steps takes longer than
+    ``max_step_s``, its longer configurations are recorded as ``skipped`` with the reason.
+    """
+    stopped: dict[tuple[str, str], str] = {}
+
+    def run_unless_stopped(config: BenchConfig) -> Measurement:
+        reason = stopped.get((config.scope, config.attention))
+        if reason is not None:
+            return Measurement.failed(config, Failure("skipped", reason))
+        row = run_one(config)
+        if row.status != "ok":
+            stopped[(config.scope, config.attention)] = f"{row.status} at seq_len {row.seq_len}"
+        elif max_step_s is not None and row.time_ms > 1000 * max_step_s:
+            stopped[(config.scope, config.attention)] = (
+                f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len} "
+                f"(over --max-step-s {max_step_s:g})"
+            )
+        return row
+
+    return Runner(run_unless_stopped, format_progress).run_all(configs)
 
 
 def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
@@ -53,8 +124,6 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument(
         "--time-budget-s",
         type=float,
@@ -67,14 +136,13 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
         default=None,
         help="skip the longer lengths of an attention once one of its steps took longer than this",
     )
-    add_isolation_arguments(parser, timeout_s=300)
+    add_run_arguments(parser, timeout_s=300)
     parser.add_argument("--out", type=Path, default=Path("results"))
     return run
 
 
 def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
     device = default_device(args.device)
-    machine = machine_description(device)  # before any measurement changes torch's thread count
     valid = bench_names()
     attentions = args.attentions or valid
     unknown = [name for name in attentions if name not in valid]
@@ -82,34 +150,18 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(valid)}")
     if args.dim % args.heads:
         raise ValueError(f"--dim ({args.dim}) must be divisible by --heads ({args.heads})")
-    settle_isolation(args, device)
-    run_one = runner(args, measure, measure_in_subprocess)
+    outputs = Outputs.start(args.out, "efficiency", device, ["efficiency", *argv])
+    run_one = isolated_runner(args, device, measure, format_progress, Measurement.failed)
     args.lengths = sorted(args.lengths)
-    base = BenchConfig(
-        attention="",
-        seq_len=0,
-        batch=args.batch,
-        dim=args.dim,
-        heads=args.heads,
-        warmup=args.warmup,
-        repeats=args.repeats,
-        device=str(device),
-        threads=args.threads,
-        time_budget_s=args.time_budget_s,
-    )
-    args.out.mkdir(parents=True, exist_ok=True)
+    settings = {key: getattr(args, key) for key in ("batch", "dim", "heads", "warmup", "repeats", "threads")}
+    base = BenchConfig("", 0, **settings, device=str(device), time_budget_s=args.time_budget_s)
     rows_by_scope: dict[str, list[Measurement]] = {}
     for scope in args.scopes:
         configs = [
             replace(base, attention=name, seq_len=n, scope=scope) for name in attentions for n in args.lengths
         ]
         rows_by_scope[scope] = sweep(configs, run_one, args.max_step_s)
-        write_measurements(csv_path(args.out, device.type, scope), rows_by_scope[scope])
-    command = rerun_command("lra.bench", ["efficiency", *argv])
-    write_markdown(args.out / f"efficiency_{device.type}.md", rows_by_scope, args, device, machine, command)
-    write_plot(args.out / f"efficiency_{device.type}.png", rows_by_scope)
-    print(f"wrote {args.out}/efficiency_{device.type}.{{csv,md,png}}")
-
-
-if __name__ == "__main__":
-    worker_main(sys.argv[1:], WORKER, measure_as_json)
+        outputs.write_csv(CSV_COLUMNS, rows_by_scope[scope], csv_suffix(scope))
+    outputs.write_page(*page(rows_by_scope, args, device))
+    write_plot(outputs, rows_by_scope)
+    outputs.announce("csv,md,png")

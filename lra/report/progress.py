@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lra.naming import short_keys
-from lra.provenance import markdown_table
+from lra.report.provenance import markdown_table
 from lra.resume import RUN_FILE
 from lra.summary import POINTER_FILE, SUMMARY_FILE, run_folder
 

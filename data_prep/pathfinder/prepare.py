@@ -30,8 +30,8 @@ import numpy as np
 from tqdm import tqdm
 
 from data_prep.commands import command, rebuild_command
-from data_prep.pathfinder_generator import CONTOUR_LENGTHS, check_options, generate_chunks
-from data_prep.pathfinder_release import (
+from data_prep.pathfinder.generator import CONTOUR_LENGTHS, check_options, generate_chunks
+from data_prep.pathfinder.release import (
     DEFAULT_DIFFICULTY,
     DIFFICULTY_FOLDERS,
     SIDE,
@@ -142,7 +142,7 @@ def prepare_generated(args: argparse.Namespace) -> tuple[dict, Writer]:
 
     meta = {
         "source": "generator",
-        "generator": "data_prep.pathfinder_generator (built-in; its docstring says how it differs)",
+        "generator": "data_prep.pathfinder.generator (built-in; its docstring says how it differs)",
         "seq_len": args.resolution**2,
         "resolution": args.resolution,
         "command": rebuild_command(

@@ -29,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from data_prep.commands import command, rebuild_command
-from data_prep.listops_generator import VOCAB, TreeShape, generate_chunk
+from data_prep.listops.generator import VOCAB, TreeShape, generate_chunk
 from data_prep.sources import locate_folder
 from data_prep.storage import SPLITS, PreparedWriter, SplitArrays
 

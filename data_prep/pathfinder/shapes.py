@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw
 
-from data_prep.pathfinder_settings import Settings
+from data_prep.pathfinder.settings import Settings
 
 FULL = 255
 

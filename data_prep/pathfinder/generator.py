@@ -2,14 +2,14 @@
 2018, github drewlinsley/pathfinder, which made LRA's ``pathfinder32`` and Path-X), re-implemented
 from its description and parameters, vectorised with numpy.
 
-An image of R×R pixels (settings per size: ``pathfinder_settings``) is drawn as the original does:
+An image of R×R pixels (settings per size: ``settings``) is drawn as the original does:
 
 1. a paddle margin is drawn (from one value at 32 px, from 2 or 3 at 128);
 2. two *main snakes* of the difficulty's contour length (6 / 9 / 14 paddles) grow from two first
    paddles ``seed_distance`` apart near the middle, one paddle each in turn; a paddle is a short
-   line drawn large and down-sampled (``pathfinder_shapes``); each next paddle turns from the last
+   line drawn large and down-sampled (``shapes``); each next paddle turns from the last
    by an angle weighed by cos²(min(turn × continuity, 90°)) and must not overlap the occupancy mask
-   of the paddles already placed (``pathfinder_snakes``); a pair that fails is drawn again;
+   of the paddles already placed (``snakes``); a pair that fails is drawn again;
 3. *distractor snakes* (contour length // 3 paddles, budget // that many of them) grow anywhere
    free, each dropped after 5 failed tries; as in the original, a snake whose first paddle's angle
    has a seed kernel that can leave the image fails that try at once (the original's OpenCV
@@ -36,7 +36,7 @@ Where it differs from the original:
   by rounding;
 - the original tries main pairs forever; this one gives up with an error after
   ``PAIR_BATCHES`` batches (never reached at the LRA settings);
-- sizes other than LRA's 32, 64, 128 and 256 pixels use scaled settings (``pathfinder_settings``).
+- sizes other than LRA's 32, 64, 128 and 256 pixels use scaled settings (``settings``).
 
 Measured closeness to the original's images: ``python -m data_prep pathfinder-stats``
 (``results/pathfinder_stats.md``).
@@ -52,16 +52,16 @@ from typing import TypeVar
 
 import numpy as np
 
-from data_prep.pathfinder_layout import SEED_KEYS, Layout, layout
-from data_prep.pathfinder_settings import (
+from data_prep.pathfinder.layout import SEED_KEYS, Layout, layout
+from data_prep.pathfinder.settings import (
     CONTOUR_LENGTHS,
     MIN_RESOLUTION,
     Settings,
     check_options,
     settings_for,
 )
-from data_prep.pathfinder_shapes import draw_markers
-from data_prep.pathfinder_snakes import (
+from data_prep.pathfinder.shapes import draw_markers
+from data_prep.pathfinder.snakes import (
     FIRST_BATCH,
     MAX_CELLS,
     Draws,

@@ -1,7 +1,7 @@
 """Snakes of paddles grown one paddle at a time on an occupancy mask, as the original generator does.
 
 The *occupancy mask* of an image is the maximum of the masks of the paddles placed so far (see
-``pathfinder_shapes``), with the image's ``padding`` border set to 1; pixels outside the image
+``shapes``), with the image's ``padding`` border set to 1; pixels outside the image
 never count (the original cut everything to the image).
 
 - **Seeding** a snake draws its first paddle's angle (a whole degree); an angle whose seed kernel
@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from data_prep.pathfinder_attempts import LAST_BATCH, Attempts, Draws, Snake, choose
-from data_prep.pathfinder_layout import FREE, SEED_KEYS, Layout, starts
-from data_prep.pathfinder_settings import DISTRACTOR_TRIES, PADDLE_TRIES
+from data_prep.pathfinder.attempts import LAST_BATCH, Attempts, Draws, Snake, choose
+from data_prep.pathfinder.layout import FREE, SEED_KEYS, Layout, starts
+from data_prep.pathfinder.settings import DISTRACTOR_TRIES, PADDLE_TRIES
 
 CROWDED = 1.8  # a paddle's mask plus the occupancy mask must stay below this
 MIN_FREE_SHARE = 0.01  # distractors stop seeding when less of the image is free

@@ -1,34 +1,20 @@
-"""The fidelity benchmark's files: ``fidelity_<device>.csv``, ``fidelity_<device>.md`` (mean ± std of
-the error per core and budget against length, per input source) and ``fidelity_<device>.png`` (error
-against budget at the longest length, and against length at the middle budget)."""
+"""What the fidelity benchmark writes: ``fidelity_<device>.csv``, the page ``fidelity_<device>.md``
+(mean ± std of the error per core and budget against length, per input source) and the plot
+``fidelity_<device>.png`` (error against budget at the longest length, and against length at the
+middle budget)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import astuple, fields
-from pathlib import Path
-
-import torch
+from dataclasses import fields
 
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.writers import number, pyplot, save_figure, write_csv
-from lra.provenance import machine_description, markdown_table
+from lra.bench.output import Outputs, pyplot
+from lra.report.provenance import markdown_table
 
-CSV_COLUMNS = tuple(field.name for field in fields(FidelityRow))
-
-
-def csv_values(row: FidelityRow) -> list[object]:
-    """``row`` as CSV cells: an empty budget for a core without one, errors to 6 significant digits."""
-    values: list[object] = list(astuple(row))
-    values[3] = number(row.budget, "d")
-    values[6], values[7] = f"{row.error_mean:.6g}", f"{row.error_std:.6g}"
-    return values
-
-
-def write_rows(path: Path, rows: Sequence[FidelityRow]) -> None:
-    """One CSV line per row, columns ``CSV_COLUMNS``."""
-    write_csv(path, CSV_COLUMNS, map(csv_values, rows))
+FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
+CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
 
 
 def plot_budget(budgets: Sequence[int]) -> int:
@@ -48,44 +34,31 @@ def source_tables(rows: Sequence[FidelityRow], lengths: Sequence[int]) -> str:
     return markdown_table(["attention", "budget", *(f"n={n}" for n in lengths)], body)
 
 
-def write_markdown(
-    path: Path,
-    rows: Sequence[FidelityRow],
-    args: argparse.Namespace,
-    left_out: Sequence[str],
-    device: torch.device,
-    command: str,
-) -> None:
-    lines = [
-        f"# Fidelity on {device.type}",
-        "",
+def page(
+    rows: Sequence[FidelityRow], args: argparse.Namespace, left_out: Sequence[str]
+) -> tuple[str, list[str], list[str], list[str]]:
+    """The page's title, paragraph, sections (the cores left out, one table per input source) and notes."""
+    paragraph = (
         "Relative spectral-norm error ‖Â − A‖₂ / ‖A‖₂ of each approximate core's output Â against its exact "
         f"counterpart's A, per (batch, head) matrix of shape (seq_len, {args.head_dim}), {args.heads} heads, "
         f"mean ± std over inputs × batch × heads × seeds {list(args.seeds)}. Random inputs: standard normal "
         f"Q, K, V, batch {args.batch}, one draw per seed. Options other than the budget: paper defaults, "
-        f"with overrides {list(args.set)}.",
-        "",
-        *machine_description(device),
-        f"- command: `{command}`",
-    ]
-    if args.checkpoint:
-        lines.append(
-            f"- checkpoint: `{args.checkpoint}` (Q, K, V of every attention layer on a validation batch)"
-        )
-    if left_out:
-        lines += ["", "Left out:", *(f"- {note}" for note in left_out)]
+        f"with overrides {list(args.set)}."
+    )
+    notes = (
+        [f"- checkpoint: `{args.checkpoint}` (Q, K, V of every attention layer on a validation batch)"]
+        if args.checkpoint
+        else []
+    )
+    sections = ["\n".join(["Left out:", *(f"- {note}" for note in left_out)])] if left_out else []
     for source in dict.fromkeys(row.source for row in rows):
-        lines += [
-            "",
-            f"## {source} inputs",
-            "",
-            source_tables([r for r in rows if r.source == source], args.lengths),
-        ]
-    path.write_text("\n".join(lines) + "\n")
+        table = source_tables([r for r in rows if r.source == source], args.lengths)
+        sections.append(f"## {source} inputs\n\n{table}")
+    return "Fidelity on cpu", [paragraph], sections, notes
 
 
 def write_plot(
-    path: Path, rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int]
+    outputs: Outputs, rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int]
 ) -> None:
     """Per source: error against budget at the longest length, and against length at the middle budget."""
     plt = pyplot()
@@ -122,4 +95,4 @@ def write_plot(
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-    save_figure(fig, path)
+    outputs.write_figure(fig)

@@ -1,5 +1,5 @@
 """The LRA release's Pathfinder folders: find a difficulty folder, list its images from the
-metadata, read its PNGs (``data_prep.pathfinder`` writes them into a prepared set).
+metadata, read its PNGs (``prepare`` writes them into a prepared set).
 
 ``pathfinder<R>/<difficulty folder>/metadata/<batch>.npy`` lists the images, one per row
 ``dir file _ label ...`` (image = ``dir/file`` under the difficulty folder): a text file, or at

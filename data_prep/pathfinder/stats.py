@@ -31,7 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 from data_prep.commands import command
-from data_prep.pathfinder_generator import (
+from data_prep.pathfinder.generator import (
     CONTOUR_LENGTHS,
     check_options,
     run_jobs,

@@ -1,4 +1,9 @@
-"""Finished runs as the report reads them: one record per ``summary.json``, and metrics over seeds."""
+"""Finished runs as the report reads them: one record per ``summary.json``, and metrics over seeds.
+
+summary.json schemas: 1 (no ``schema`` key) and 2 (``"schema": 2``: ``data.majority_share`` per split and
+``metrics["test/acc_final"]``). A run is *at chance* when its test accuracy is at most the test split's
+majority-class share plus ``CHANCE_MARGIN``; schema-1 runs carry no share, so they are never flagged.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import attention_zoo
+
+SCHEMAS = (1, 2)  # the summary.json versions this report reads
+CHANCE_MARGIN = 0.01  # one accuracy point
+TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,17 @@ class Run:
     started: str
     finished: str
     protocol: str = "unknown"
+    attention: str = "?"  # the registry name, without options
+    schema: int = 1
+    chance: float | None = None  # the test split's majority-class share (schema 2), 0-1
+    wandb_project: str | None = None  # the W&B project it logged to, if any
+    features: int | None = None  # the shared budget of approximate attentions, if set
+
+    def at_chance(self, metric: str = "test/acc") -> bool:
+        """True when ``metric``, one of ``TEST_ACCURACIES`` (0-1), is at most the majority share plus
+        ``CHANCE_MARGIN``; False for any other metric and for runs without a share."""
+        value = self.metrics.get(metric) if metric in TEST_ACCURACIES else None
+        return self.chance is not None and value is not None and value <= self.chance + CHANCE_MARGIN
 
 
 def protocol_label(protocol: dict | None) -> str:
@@ -76,12 +96,15 @@ def load_run(path: Path) -> Run:
     """A run from its summary.json; an unreadable file becomes a run with status ``unreadable``."""
     try:
         summary = json.loads(path.read_text())
+        schema = summary.get("schema", 1)
+        if schema not in SCHEMAS:
+            raise ValueError(f"summary.json schema {schema!r} is not one this report reads ({SCHEMAS})")
+        majority = (summary.get("data") or {}).get("majority_share") or {}
+        config = summary.get("config") or {}
         return Run(
             path=path,
             task=str(summary["task"]),
-            variant=variant_label(
-                str(summary["attention"]), summary.get("config") or {}, summary.get("data")
-            ),
+            variant=variant_label(str(summary["attention"]), config, summary.get("data")),
             seed=summary.get("seed"),
             status=str(summary["status"]),
             error=str(summary.get("error") or ""),
@@ -90,6 +113,11 @@ def load_run(path: Path) -> Run:
             started=str(summary.get("started") or ""),
             finished=str(summary.get("finished") or ""),
             protocol=protocol_label(summary.get("protocol")),
+            attention=str(summary["attention"]),
+            schema=schema,
+            chance=majority.get("test"),
+            wandb_project=((config.get("logger") or {}).get("wandb") or {}).get("project"),
+            features=config.get("features"),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
@@ -110,27 +138,38 @@ def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
 
 @dataclass(frozen=True)
 class Cell:
-    """Mean and sample std (0 for one seed) of a metric over seeds, and the number of seeds."""
+    """Mean and sample std (0 for one seed) of a metric over seeds, the number of seeds and how many of
+    them are at chance."""
 
     mean: float
     std: float
     count: int
+    at_chance: int = 0
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> Cell:
-        return cls(
-            statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values)
-        )
+    def of(cls, values: Sequence[float], at_chance: int = 0) -> Cell:
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        return cls(statistics.fmean(values), spread, len(values), at_chance)
 
     def format(self, digits: int = 2) -> str:
         spread = f" ± {self.std:.{digits}f}" if self.count > 1 else ""
-        return f"{self.mean:.{digits}f}{spread} ({self.count})"
+        flagged = f", {self.at_chance} at chance" if self.at_chance else ""
+        return f"{self.mean:.{digits}f}{spread} ({self.count}{flagged})"
 
 
 def metric_cells(runs: Sequence[Run], metric: str, scale: float = 1.0) -> dict[str, dict[str, Cell]]:
-    """variant -> task -> Cell of ``metric × scale`` over the runs that report it."""
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    """variant -> task -> Cell of ``metric × scale`` over the runs that report it (``Run.at_chance`` of
+    ``metric`` counted, which only an accuracy can be)."""
+    values: dict[str, dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         if run.metrics.get(metric) is not None:
-            values[run.variant][run.task].append(float(run.metrics[metric]) * scale)
-    return {variant: {task: Cell.of(v) for task, v in tasks.items()} for variant, tasks in values.items()}
+            values[run.variant][run.task].append(run)
+    return {
+        variant: {
+            task: Cell.of(
+                [float(r.metrics[metric]) * scale for r in group], sum(r.at_chance(metric) for r in group)
+            )
+            for task, group in tasks.items()
+        }
+        for variant, tasks in values.items()
+    }

@@ -1,24 +1,33 @@
-"""The efficiency benchmark's files: ``efficiency_<device>[_<scope>].csv``, ``efficiency_<device>.md``
-(time, memory, ratios to the baselines, memory growth, the published one-layer figures) and
-``efficiency_<device>.png`` (time and memory against length, log–log)."""
+"""What the efficiency benchmark writes: ``efficiency_<device>[_<scope>].csv``, the page
+``efficiency_<device>.md`` (time, memory, ratios to the baselines, memory growth, the published
+one-layer figures) and the plot ``efficiency_<device>.png`` (time and memory against length, log–log)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from lra.bench.baselines import NAIVE
-from lra.bench.efficiency_measure import Measurement
 from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
-from lra.bench.writers import number, pyplot, save_figure, write_csv
-from lra.provenance import markdown_table
-from lra.published import LAYER_COST, LAYER_COST_PAPER
+from lra.bench.output import Outputs, pyplot
+from lra.report.provenance import markdown_table
+from lra.report.published import LAYER_COST, LAYER_COST_PAPER, layer_cost_baseline
 
-CSV_COLUMNS = ("attention", "seq_len", "batch", "time_ms", "peak_mem_mb", "status")
+if TYPE_CHECKING:
+    from lra.bench.efficiency import Measurement
+
+CSV_COLUMNS = {
+    "attention": "",
+    "seq_len": "",
+    "batch": "",
+    "time_ms": ".3f",
+    "peak_mem_mb": ".2f",
+    "status": "",
+}
 BASELINES = ("standard", NAIVE)
 BASELINE_POINT = (
     "after the model and inputs were built and one step of the same workload at "
@@ -30,28 +39,9 @@ MEMORY_METHODS = {
 }
 
 
-def csv_path(out: Path, device: str, scope: str) -> Path:
+def csv_suffix(scope: str) -> str:
     """``efficiency_<device>.csv`` for the layer, ``efficiency_<device>_<scope>.csv`` otherwise."""
-    return out / (f"efficiency_{device}.csv" if scope == "layer" else f"efficiency_{device}_{scope}.csv")
-
-
-def write_measurements(path: Path, rows: Sequence[Measurement]) -> None:
-    """One CSV line per measurement, columns ``CSV_COLUMNS`` (empty figures where the status is not ok)."""
-    write_csv(
-        path,
-        CSV_COLUMNS,
-        (
-            [
-                r.attention,
-                r.seq_len,
-                r.batch,
-                number(r.time_ms, ".3f"),
-                number(r.peak_mem_mb, ".2f"),
-                r.status,
-            ]
-            for r in rows
-        ),
-    )
+    return ".csv" if scope == "layer" else f"_{scope}.csv"
 
 
 def _lookup(rows: Sequence[Measurement]) -> dict[tuple[str, int], Measurement]:
@@ -129,17 +119,11 @@ def scope_tables(
     return "\n\n".join(parts)
 
 
-def write_markdown(
-    path: Path,
-    rows_by_scope: dict[str, list[Measurement]],
-    settings: argparse.Namespace,
-    device: torch.device,
-    machine: list[str],
-    command: str,
-) -> None:
-    lines = [
-        f"# Efficiency on {device.type}",
-        "",
+def page(
+    rows_by_scope: dict[str, list[Measurement]], settings: argparse.Namespace, device: torch.device
+) -> tuple[str, list[str], list[str]]:
+    """The page's title, paragraphs and sections (one per scope, then the published figures)."""
+    paragraphs = [
         "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
         f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
         f"batch {settings.batch}, {settings.warmup} warm-up step(s) then the median of {settings.repeats} "
@@ -147,33 +131,31 @@ def write_markdown(
         "`(k×)` in the time table). `naive` is softmax attention with QKᵀ materialised (the papers' "
         "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
         "paper defaults (options in README.md, section The attention zoo).",
-        "",
         f"Memory: {MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
         + f"{settings.threads or 'torch default'}.",
-        "",
-        *machine,
-        f"- command: `{command}`",
     ]
+    sections = []
     for scope, rows in rows_by_scope.items():
         attentions = list(dict.fromkeys(row.attention for row in rows))
-        lines += ["", f"## {scope}", "", scope_tables(rows, settings.lengths, attentions, settings.repeats)]
-    lines += ["", "## Published, for comparison", "", published_layer_costs()]
-    path.write_text("\n".join(lines) + "\n")
+        sections.append(
+            f"## {scope}\n\n" + scope_tables(rows, settings.lengths, attentions, settings.repeats)
+        )
+    sections.append("## Published, for comparison\n\n" + published_layer_costs())
+    return f"Efficiency on {device.type}", paragraphs, sections
 
 
 def published_layer_costs() -> str:
     """The Nyströmformer paper's one-layer figures, with their ratios to its standard attention."""
-    baseline = LAYER_COST[0]
-    rows = [
-        [c.label, c.seq_len, f"{c.time_ms:g}", f"{c.memory_mb:g}",
-         f"×{baseline.time_ms / c.time_ms:.3g} / ×{baseline.memory_mb / c.memory_mb:.3g}"]
-        for c in LAYER_COST
-    ]  # fmt: skip
-    header = ["attention", "n", "time (ms)", "memory (MB)", f"ratio to {baseline.label} (time / memory)"]
+    rows = []
+    for c in LAYER_COST:
+        baseline = layer_cost_baseline(c.seq_len)
+        ratios = f"×{baseline.time_ms / c.time_ms:.3g} / ×{baseline.memory_mb / c.memory_mb:.3g}"
+        rows.append([c.label, c.seq_len, f"{c.time_ms:g}", f"{c.memory_mb:g}", ratios])
+    header = ["attention", "n", "time (ms)", "memory (MB)", "ratio to Transformer (time / memory)"]
     return f"{LAYER_COST_PAPER}:\n\n" + markdown_table(header, rows)
 
 
-def write_plot(path: Path, rows_by_scope: dict[str, list[Measurement]]) -> None:
+def write_plot(outputs: Outputs, rows_by_scope: dict[str, list[Measurement]]) -> None:
     """Log–log plot: one row of panels per scope, time and memory against length."""
     plt = pyplot()
     names = dict.fromkeys(row.attention for rows in rows_by_scope.values() for row in rows)
@@ -194,4 +176,4 @@ def write_plot(path: Path, rows_by_scope: dict[str, list[Measurement]]) -> None:
                 ax.xaxis.set_major_formatter(plt.ScalarFormatter())
                 ax.legend(fontsize=8)
             ax.grid(True, which="both", alpha=0.3)
-    save_figure(fig, path)
+    outputs.write_figure(fig)

@@ -1,4 +1,4 @@
-"""The state the Pathfinder generator grows snakes in (``pathfinder_snakes``): attempts grown in
+"""The state the Pathfinder generator grows snakes in (``snakes``): attempts grown in
 lockstep, the snakes they yield, and each image's own stream of random numbers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from data_prep.pathfinder_settings import PADDLE_TRIES
+from data_prep.pathfinder.settings import PADDLE_TRIES
 
 LAST_BATCH = 1024  # main pairs an image tries at once, at most
 BUFFER = 4 * LAST_BATCH * PADDLE_TRIES  # random numbers an image draws at a time (>= any one request)

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from data_prep.pathfinder_settings import Settings
-from data_prep.pathfinder_shapes import Paddle, flip, paddle_set
+from data_prep.pathfinder.settings import Settings
+from data_prep.pathfinder.shapes import Paddle, flip, paddle_set
 
 SEED_KEYS = 360  # first paddles point at -180..179 degrees
 FREE = 0.3  # mask values up to this are free for seeding (the original's ceil(mask - 0.3) == 0)
