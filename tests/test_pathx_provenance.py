@@ -90,8 +90,8 @@ def test_report_marks_the_generated_pathfinder_set_and_never_averages_it_with_th
     marked = f"nystrom (num_landmarks=8, dataset=pathfinder-generated, {GENERATED})"
     assert set(rows) == {release, marked}  # two rows: the generated run is never pooled with the release
     pathfinder = 4  # column of the pathfinder task (listops, text, retrieval, image, pathfinder, average)
-    one_seed = re.compile(r".* \(1(, 1 at chance)?\)$")  # a tiny run may well be flagged at chance
-    assert one_seed.match(rows[release][pathfinder]) and one_seed.match(rows[marked][pathfinder])
+    # one run in each cell: "(1)", or "(1, 1 at chance)" now that summaries carry the majority share
+    assert all(re.search(r"\(1[),]", rows[row][pathfinder]) for row in (release, marked))
     assert rows[marked][-1] == "none: not the LRA data"
 
 
