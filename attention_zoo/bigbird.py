@@ -14,13 +14,13 @@ gathered as whole blocks, so memory is O(N · block_size · (5 + r)): no (N × N
 Random blocks. The paper's code (google-research/bigbird, ``bigbird_block_rand_mask*``, seeded per
 layer) and the HuggingFace port (``np.random.seed(layer index)`` on every call) keep one pattern per
 layer and head for all of training: so does this core by default, drawn from a ``torch.Generator``
-seeded with the core's ``pattern_seed`` (itself drawn from torch's global RNG when the core is built,
-and saved with the model). ``redraw_random_blocks=true`` draws new ones in every training forward
-from torch's global RNG, as the Skyformer authors' port does (``np.random.seed(None)`` on every call;
-there in evaluation too, here evaluation keeps the fixed pattern). Random blocks are drawn uniformly
-among all allowed blocks; the paper's code and its ports draw them from the first blocks of long
-sequences only (the first 1024 tokens at 3072 and 4096, through a "plan" the first 2r + 5 blocks at
-other lengths).
+seeded with the core's ``pattern_seed`` (drawn from torch's global RNG when the core is built, and
+saved in the state dict as extra state: a plain int, so no forward waits on a GPU to read it).
+``redraw_random_blocks=true`` draws new ones in every training forward from torch's global RNG, as
+the Skyformer authors' port does (``np.random.seed(None)`` on every call; there in evaluation too,
+here evaluation keeps the fixed pattern). Random blocks are drawn uniformly among all allowed
+blocks; the paper's code and its ports draw them from the first blocks of long sequences only (the
+first 1024 tokens at 3072 and 4096, through a "plan" the first 2r + 5 blocks at other lengths).
 """
 
 from __future__ import annotations
@@ -61,7 +61,13 @@ class BigBirdAttention(nn.Module):
         self.block_size = block_size
         self.num_random_blocks = num_random_blocks
         self.redraw_random_blocks = redraw_random_blocks
-        self.register_buffer("pattern_seed", torch.randint(2**62, ()), persistent=True)
+        self.pattern_seed = int(torch.randint(2**62, ()))  # saved with the model (extra state)
+
+    def get_extra_state(self) -> dict[str, int]:
+        return {"pattern_seed": self.pattern_seed}
+
+    def set_extra_state(self, state: dict[str, int]) -> None:
+        self.pattern_seed = state["pattern_seed"]
 
     def min_blocks(self) -> int:
         """The fewest blocks for which the sparse pattern exists; below it the core is exact."""
@@ -81,7 +87,7 @@ class BigBirdAttention(nn.Module):
         if self.training and self.redraw_random_blocks:
             scores = torch.rand(shape)
         else:
-            generator = torch.Generator().manual_seed(int(self.pattern_seed))
+            generator = torch.Generator().manual_seed(self.pattern_seed)
             scores = torch.rand(shape, generator=generator)
         scores = scores.masked_fill(~allowed, -1.0)  # uniform draws are >= 0: disallowed never win
         return scores.topk(self.num_random_blocks, dim=-1).indices.to(device)
