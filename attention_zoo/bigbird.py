@@ -62,12 +62,14 @@ class BigBirdAttention(nn.Module):
         self.num_random_blocks = num_random_blocks
         self.redraw_random_blocks = redraw_random_blocks
         self.pattern_seed = int(torch.randint(2**62, ()))  # saved with the model (extra state)
+        self._fixed_blocks: dict[tuple[int, torch.device], torch.Tensor] = {}  # (nb, device) -> blocks
 
     def get_extra_state(self) -> dict[str, int]:
         return {"pattern_seed": self.pattern_seed}
 
     def set_extra_state(self, state: dict[str, int]) -> None:
         self.pattern_seed = state["pattern_seed"]
+        self._fixed_blocks.clear()
 
     def min_blocks(self) -> int:
         """The fewest blocks for which the sparse pattern exists; below it the core is exact."""
@@ -77,20 +79,30 @@ class BigBirdAttention(nn.Module):
         """Random key blocks (H, nb − 2, r) of the query blocks 1 … nb − 2, int64.
 
         Row i − 1 holds r distinct blocks drawn uniformly from {1, …, nb − 2} less {i − 1, i, i + 1}.
-        From the fixed per-core generator, or from the global RNG in training when
-        ``redraw_random_blocks`` is set. Needs nb >= ``min_blocks()``.
+        From the fixed per-core generator (drawn once per length and device, then kept, so that a
+        forward never copies it to the device again), or from the global RNG of ``device`` in
+        training when ``redraw_random_blocks`` is set. Needs nb >= ``min_blocks()``.
         """
-        rows = torch.arange(1, num_blocks - 1)[:, None]
-        columns = torch.arange(num_blocks)[None, :]
-        allowed = ((columns - rows).abs() > 1) & (columns > 0) & (columns < num_blocks - 1)  # (nb − 2, nb)
         shape = (self.num_heads, num_blocks - 2, num_blocks)
         if self.training and self.redraw_random_blocks:
-            scores = torch.rand(shape)
-        else:
-            generator = torch.Generator().manual_seed(self.pattern_seed)
-            scores = torch.rand(shape, generator=generator)
-        scores = scores.masked_fill(~allowed, -1.0)  # uniform draws are >= 0: disallowed never win
-        return scores.topk(self.num_random_blocks, dim=-1).indices.to(device)
+            return self._pick_allowed(torch.rand(shape, device=device))
+        key = (num_blocks, torch.device("cpu") if device is None else torch.device(device))
+        if key not in self._fixed_blocks:
+            draws = torch.rand(shape, generator=torch.Generator().manual_seed(self.pattern_seed))
+            self._fixed_blocks[key] = self._pick_allowed(draws).to(key[1])
+        return self._fixed_blocks[key]
+
+    def _pick_allowed(self, draws: torch.Tensor) -> torch.Tensor:
+        """The r blocks of largest draw outside each row's window and the global blocks.
+
+        draws: (H, nb − 2, nb) uniform in [0, 1) -> (H, nb − 2, r) int64.
+        """
+        num_blocks = draws.shape[-1]
+        rows = torch.arange(1, num_blocks - 1, device=draws.device)[:, None]
+        columns = torch.arange(num_blocks, device=draws.device)[None, :]
+        allowed = ((columns - rows).abs() > 1) & (columns > 0) & (columns < num_blocks - 1)  # (nb − 2, nb)
+        draws = draws.masked_fill(~allowed, -1.0)  # uniform draws are >= 0: disallowed never win
+        return draws.topk(self.num_random_blocks, dim=-1).indices
 
     def key_block_table(
         self, num_blocks: int, device: torch.device | None = None
