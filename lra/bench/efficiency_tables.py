@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from lra.bench.baselines import NAIVE
+from lra.bench.efficiency_paper import published_section
 from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
 from lra.bench.output import Outputs, pyplot
 from lra.report.provenance import markdown_table
-from lra.report.published import LAYER_COST, LAYER_COST_PAPER, layer_cost_baseline
 
 if TYPE_CHECKING:
     from lra.bench.efficiency import Measurement
@@ -119,20 +119,31 @@ def scope_tables(
     return "\n\n".join(parts)
 
 
+def method_note(settings: argparse.Namespace, device: torch.device) -> str:
+    """How each configuration was timed and its memory measured, and where it ran."""
+    return (
+        f"{settings.warmup} warm-up step(s) then the median of {settings.repeats} timed steps (fewer, at "
+        f"least one, once they add up to {settings.time_budget_s:g} s). Memory: "
+        f"{MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
+        f"{settings.threads or 'torch default'}."
+    )
+
+
 def page(
     rows_by_scope: dict[str, list[Measurement]], settings: argparse.Namespace, device: torch.device
 ) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs and sections (one per scope, then the published figures)."""
+    inference = " `inference`: the layer's forward alone, under torch.inference_mode." * (
+        "inference" in rows_by_scope
+    )
     paragraphs = [
         "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
         f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
-        f"batch {settings.batch}, {settings.warmup} warm-up step(s) then the median of {settings.repeats} "
-        f"timed steps (fewer, at least one, once they add up to {settings.time_budget_s:g} s: "
-        "`(k×)` in the time table). `naive` is softmax attention with QKᵀ materialised (the papers' "
+        f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
         "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
-        "paper defaults (options in README.md, section The attention zoo).",
-        f"Memory: {MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
-        + f"{settings.threads or 'torch default'}.",
+        "paper defaults (options in README.md, section The attention zoo). `(k×)` in the time table: "
+        "k timed steps.",
+        method_note(settings, device),
     ]
     sections = []
     for scope, rows in rows_by_scope.items():
@@ -140,19 +151,8 @@ def page(
         sections.append(
             f"## {scope}\n\n" + scope_tables(rows, settings.lengths, attentions, settings.repeats)
         )
-    sections.append("## Published, for comparison\n\n" + published_layer_costs())
+    sections.append("## Published, for comparison\n\n" + published_section())
     return f"Efficiency on {device.type}", paragraphs, sections
-
-
-def published_layer_costs() -> str:
-    """The Nyströmformer paper's one-layer figures, with their ratios to its standard attention."""
-    rows = []
-    for c in LAYER_COST:
-        baseline = layer_cost_baseline(c.seq_len)
-        ratios = f"×{baseline.time_ms / c.time_ms:.3g} / ×{baseline.memory_mb / c.memory_mb:.3g}"
-        rows.append([c.label, c.seq_len, f"{c.time_ms:g}", f"{c.memory_mb:g}", ratios])
-    header = ["attention", "n", "time (ms)", "memory (MB)", "ratio to Transformer (time / memory)"]
-    return f"{LAYER_COST_PAPER}:\n\n" + markdown_table(header, rows)
 
 
 def write_plot(outputs: Outputs, rows_by_scope: dict[str, list[Measurement]]) -> None:
