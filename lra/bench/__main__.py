@@ -11,9 +11,10 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from lra.bench import efficiency, fidelity, train_speed
+from lra.bench import compare, efficiency, fidelity, train_speed
 
 COMMANDS: dict[str, ModuleType] = {
+    "compare": compare,
     "efficiency": efficiency,
     "fidelity": fidelity,
     "train-speed": train_speed,
