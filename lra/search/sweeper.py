@@ -114,15 +114,18 @@ class StudySweeper(OptunaSweeperImpl):
             self.storage = f"sqlite:///{sweep_dir / STUDY_FILE}"
         self.storage_backend = open_storage(self.storage, self.heartbeat_s)
         study = optuna.create_study(
-            study_name=name,
-            storage=self.storage_backend,
-            sampler=self.sampler,
-            direction=self.direction,
-            load_if_exists=True,
+            study_name=name, storage=self.storage_backend, direction=self.direction, load_if_exists=True
         )
+        study.sampler = self.seeded_sampler(len(study.get_trials(deepcopy=False)))
         counts = trial_counts(study.get_trials(deepcopy=False))
         log.info(f"Study {name} in {self.storage}: {counts}, {self.n_trials} trials in total")
         return study, space, fixed
+
+    def seeded_sampler(self, trials_so_far: int) -> optuna.samplers.BaseSampler:
+        """The sampler, its seed moved on by the study's trials so far: a restarted study does not propose
+        its first trials' values again."""
+        seed = self.sampler.keywords.get("seed")
+        return self.sampler(seed=None if seed is None else seed + trials_so_far)
 
     def trials_to_go(self, study: optuna.Study) -> int:
         optuna.storages.fail_stale_trials(study)  # a lost worker's trials: interrupted, queued again
