@@ -5,6 +5,7 @@ study names, the objective, ``+best=PATH``, and searches on the tiny data that c
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import attention_zoo
 from lra.errors import ConfigError
 from lra.naming import SWEPT_KEYS_ENV
 from lra.search.best import apply_best, objective
-from lra.search.study import ERROR_ATTR, open_storage, study_name
+from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides  # noqa: E402
@@ -157,3 +158,17 @@ def test_a_bad_search_stops_with_one_line_before_any_trial(data_root, tmp_path):
         refused = lra([*command, bad], tmp_path)
         assert refused.returncode == 1 and message in refused.stderr.splitlines()[-1], refused.stderr[-2000:]
     assert not (tmp_path / "multirun").exists() or not any((tmp_path / "multirun").rglob("summary.json"))
+
+
+@pytest.mark.slow  # waits 3 heartbeats of 1 s
+def test_a_trial_whose_heartbeats_stop_is_interrupted_and_queued_again(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path}/optuna.db", heartbeat_s=1)
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    lost = study.ask()
+    lost.suggest_float("task.lr", 1e-5, 1e-3, log=True)
+    storage.record_heartbeat(lost._trial_id)  # then its worker dies
+    time.sleep(3.5)
+    optuna.storages.fail_stale_trials(study)
+    trials = study.get_trials()
+    assert [t.state.name for t in trials] == ["FAIL", "WAITING"] and not any(map(counts_toward_total, trials))
+    assert study.ask().suggest_float("task.lr", 1e-5, 1e-3, log=True) == lost.params["task.lr"]
