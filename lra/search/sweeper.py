@@ -32,7 +32,7 @@ from hydra_plugins.hydra_optuna_sweeper._impl import OptunaSweeperImpl, create_p
 from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
-from lra.naming import STUDY_ENV, record_swept_keys
+from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV
 from lra.search.best import BEST_FILE, tuned_command, write_best
 from lra.search.study import (
     ERROR_ATTR,
@@ -99,7 +99,7 @@ class StudySweeper(OptunaSweeperImpl):
             )
         if not space:
             raise ConfigError("the search space is empty: hparams_search=lra, or key=interval(a,b) options")
-        record_swept_keys(overrides)  # trial folders and W&B runs are named with the sampled values
+        os.environ[SWEPT_KEYS_ENV] = " ".join(space)  # trials are named with their sampled values
         return space, fixed
 
     def open_study(self, arguments: list[str]) -> tuple[optuna.Study, dict[str, Any], dict[str, str]]:
