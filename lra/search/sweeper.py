@@ -116,16 +116,26 @@ class StudySweeper(OptunaSweeperImpl):
         study = optuna.create_study(
             study_name=name, storage=self.storage_backend, direction=self.direction, load_if_exists=True
         )
-        study.sampler = self.seeded_sampler(len(study.get_trials(deepcopy=False)))
         counts = trial_counts(study.get_trials(deepcopy=False))
         log.info(f"Study {name} in {self.storage}: {counts}, {self.n_trials} trials in total")
         return study, space, fixed
 
-    def seeded_sampler(self, trials_so_far: int) -> optuna.samplers.BaseSampler:
-        """The sampler, its seed moved on by the study's trials so far: a restarted study does not propose
-        its first trials' values again."""
+    def configure(
+        self,
+        study: optuna.Study,
+        trials: list[optuna.trial.Trial],
+        space: dict[str, Any],
+        fixed: dict[str, str],
+    ) -> list[Sequence[str]]:
+        """Each trial's overrides, its values drawn by the sampler seeded with ``seed + trial number``: a
+        restarted study does not propose its first trials' values again (as one seed would), and workers
+        sharing a study draw differently (trial numbers are unique in a study)."""
         seed = self.sampler.keywords.get("seed")
-        return self.sampler(seed=None if seed is None else seed + trials_so_far)
+        overrides: list[Sequence[str]] = []
+        for trial in trials:
+            study.sampler = self.sampler(seed=None if seed is None else seed + trial.number)
+            overrides += self._configure_trials([trial], space, fixed)
+        return overrides
 
     def trials_to_go(self, study: optuna.Study) -> int:
         optuna.storages.fail_stale_trials(study)  # a lost worker's trials: interrupted, queued again
@@ -134,7 +144,7 @@ class StudySweeper(OptunaSweeperImpl):
     def run_trials(self, study: optuna.Study, space: dict[str, Any], fixed: dict[str, str]) -> None:
         while (to_go := self.trials_to_go(study)) > 0:
             trials = [study.ask() for _ in range(min(self.n_jobs, to_go))]
-            overrides = self._configure_trials(trials, space, fixed)
+            overrides = self.configure(study, trials, space, fixed)
             with self.heartbeats(trials):
                 try:
                     returns = self.launcher.launch(overrides, initial_job_idx=trials[0].number)
