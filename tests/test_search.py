@@ -19,6 +19,7 @@ from lra.errors import ConfigError
 from lra.naming import SWEPT_KEYS_ENV
 from lra.search.best import apply_best, objective
 from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name
+from lra.summary import read_summaries
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides  # noqa: E402
@@ -132,6 +133,7 @@ def test_a_search_reaches_n_trials_in_total_across_restarts_and_an_interruption(
     assert [path.name.split("_", 1)[0] for path in folders] == ["0", "1", "2", "3", "4"]
     assert all("-lr=" in path.name and "-num_landmarks=" in path.name for path in folders)
     assert json.loads((folders[3] / "resumed.json").read_text())["continues"] == str(folders[2].resolve())
+    assert len(read_summaries(sweep)) == 4  # the sweep table lists the continued run once
 
 
 @pytest.mark.slow  # a search of python -m lra in a subprocess
