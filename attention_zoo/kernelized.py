@@ -62,10 +62,11 @@ def softmax_operands(
     """Queries, keys and values of the softmax attention whose value channels divided by its
     extra channel (index d) are κ(x, y) v.
 
-    x, y, v: (B, H, N, d) float32 with padded positions zeroed; mask (B, N) or None.
-    Returns (B, H, N, F), (B, H, N + 1, F), (B, H, N + 1, F) with F = d + 2 rounded up to a
+    x: (B, H, n, d), y, v: (B, H, N, d), float32 with padded positions zeroed; mask (B, N) or None.
+    Returns (B, H, n, F), (B, H, N + 1, F), (B, H, N + 1, F) with F = d + 2 rounded up to a
     multiple of 4, c = ½ + MARGIN: query [x, 1, c‖x‖², 0…]; key [y, −c‖y‖² (EXCLUDED if padded),
-    0…] and the extra key [0, 0, 1, 0…]; value [v, 0…] and the extra value [0, 1, 0…].
+    0…] and the extra key [0, 0, 1, 0…]; value [v, 0…] and the extra value [0, 1, 0…]. Each is
+    assembled by concatenation only (whose backward is views of the gradient), no padding copy.
     """
     batch, heads, length, dim = x.shape
     width = -(-(dim + 2) // FEATURE_MULTIPLE) * FEATURE_MULTIPLE
@@ -73,14 +74,41 @@ def softmax_operands(
     key_feature = -(0.5 + MARGIN) * y.square().sum(dim=-1, keepdim=True)
     if mask is not None:
         key_feature = key_feature.masked_fill(~mask[:, None, :, None], EXCLUDED)
-    extra_key = x.new_zeros(batch, heads, 1, width)
+
+    def zeros(rows: int, columns: int) -> torch.Tensor:
+        return x.new_zeros(batch, heads, rows, columns)
+
+    extra_key = zeros(1, width)
     extra_key[..., dim + 1] = 1.0  # against the query's c‖x‖²
-    extra_value = x.new_zeros(batch, heads, 1, width)
+    extra_value = zeros(1, width)
     extra_value[..., dim] = 1.0  # the normaliser channel
-    queries = F.pad(torch.cat([x, torch.ones_like(half_sq_x), half_sq_x], dim=-1), (0, width - dim - 2))
-    keys = torch.cat([F.pad(torch.cat([y, key_feature], dim=-1), (0, width - dim - 1)), extra_key], dim=-2)
-    values = torch.cat([F.pad(v, (0, width - dim)), extra_value], dim=-2)
+    keys_length = y.shape[-2]
+    queries = torch.cat([x, torch.ones_like(half_sq_x), half_sq_x, zeros(length, width - dim - 2)], dim=-1)
+    keys = torch.cat(
+        [torch.cat([y, key_feature, zeros(keys_length, width - dim - 1)], dim=-1), extra_key], dim=-2
+    )
+    values = torch.cat([torch.cat([v, zeros(keys_length, width - dim)], dim=-1), extra_value], dim=-2)
     return queries, keys, values
+
+
+def gaussian_attention(
+    x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout: float = 0.0
+) -> torch.Tensor:
+    """κ(x, y) v through ``scaled_dot_product_attention``: (B, H, n, d), (B, H, N, d), (B, H, N, d) ->
+    (B, H, n, d), float32.
+
+    Keys where ``mask`` (B, N) is False get weight 0; x, y, v carry zeros at padded positions (see
+    ``softmax_operands``). ``dropout`` > 0 drops kernel entries (inverted scaling) through SDPA's own
+    dropout; the normaliser comes from a call without it.
+    """
+    queries, keys, values = softmax_operands(x, y, v, mask)
+    dim = x.shape[-1]
+    out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
+    numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
+    if dropout > 0:
+        dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
+        numerator = dropped[..., :dim]
+    return numerator / normaliser
 
 
 @register_attention("kernelized")
@@ -110,18 +138,11 @@ class KernelizedAttention(nn.Module):
         check_inputs(q, k, v, mask)
         scale = self.head_dim**-0.25
         with torch.autocast(device_type=q.device.type, enabled=False):
-            queries, keys, values = softmax_operands(
+            out = gaussian_attention(
                 zero_padding(q.float(), mask) * scale,
                 zero_padding(k.float(), mask) * scale,
                 zero_padding(v.float(), mask),
                 mask,
+                dropout=self.attention_dropout if self.training else 0.0,
             )
-            dim = q.shape[-1]
-            out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
-            numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
-            dropout = self.attention_dropout if self.training else 0.0
-            if dropout > 0:
-                dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
-                numerator = dropped[..., :dim]
-            out = numerator / normaliser
         return out.to(q.dtype)

@@ -4,6 +4,12 @@
     F̃ = softmax(Q K̃ᵀ), Ã = softmax(Q̃ K̃ᵀ), B̃ = softmax(Q̃ Kᵀ)   (Eq. 15)
 
 with Q, K scaled by d^(-1/4) each and Q̃, K̃ the segment means of Q and K (the landmarks).
+
+Neither (n × m) kernel is formed: W = Ã⁺ (B̃ V) is Ã⁺ times one softmax attention of the landmark
+queries Q̃ over all keys (padded keys excluded through the attention mask), and the output F̃ W is a
+second one, of every query over the landmark keys K̃ with values W. Both run through
+``scaled_dot_product_attention`` (the two d^(-1/4) factors as its scale d^(-1/2)), whose fused
+kernels never hold the attention weights in memory, forward or backward.
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ def segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
 
     Position j belongs to segment ⌊j·count/n⌋, so segment i spans positions ⌈i·n/count⌉ to
     ⌈(i+1)·n/count⌉ − 1: sizes differ by at most one and none is empty when count <= n.
-    When count divides n this is a reshape and a mean; otherwise each segment is read as the
+    When count divides n this is a reshape and a sum; otherwise each segment is read as the
     ⌈n/count⌉ slots from its start, a short segment's last slot pointing at an appended zero row,
     and each slot sum is divided by its segment's true size (O(n·d), no (count × n) matrix).
     """
     n = x.shape[-2]
     if n % count == 0:
-        return x.unflatten(-2, (count, n // count)).mean(dim=-2)
+        # a sum scaled afterwards: its backward is a broadcast view, where mean's materialises (n, d)
+        return x.unflatten(-2, (count, n // count)).sum(dim=-2) * (count / n)
     bounds = (torch.arange(count + 1, device=x.device) * n + count - 1) // count  # ⌈i·n/count⌉
     start, size = bounds[:-1], bounds.diff()
     slots = start[:, None] + torch.arange(-(-n // count), device=x.device)  # (count, ⌈n/count⌉)
@@ -97,22 +104,19 @@ class NystromAttention(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
     ) -> torch.Tensor:
         """float32 (B, H, N, D) in and out."""
-        scale = self.head_dim**-0.25
-        q = zero_padding(q, mask) * scale
-        k = zero_padding(k, mask) * scale
-        v = zero_padding(v, mask)
+        scale = self.head_dim**-0.5  # d^(-1/4) on Q and on K, applied to their products
+        q, k, v = (zero_padding(x, mask) for x in (q, k, v))
         count = min(self.num_landmarks, q.shape[-2])
-        q_landmarks = segment_means(q, count)  # (B, H, m, D)
-        k_landmarks = segment_means(k, count)
+        q_landmarks = segment_means(q, count)  # Q̃: (B, H, m, D)
+        k_landmarks = segment_means(k, count)  # K̃: (B, H, m, D)
 
-        # F̃: (B, H, N, m), Ã: (B, H, m, m), B̃: (B, H, m, N) with padded keys excluded
-        query_kernel = torch.softmax(q @ k_landmarks.transpose(-1, -2), dim=-1)
-        landmark_kernel = torch.softmax(q_landmarks @ k_landmarks.transpose(-1, -2), dim=-1)
-        key_logits = q_landmarks @ k.transpose(-1, -2)
-        bias = key_padding_bias(mask, key_logits.dtype)
-        key_kernel = torch.softmax(key_logits if bias is None else key_logits + bias, dim=-1)
-
-        out = query_kernel @ (iterative_pinv(landmark_kernel, self.pinv_iterations) @ (key_kernel @ v))
+        # Ã: (B, H, m, m); B̃ V = softmax(Q̃ Kᵀ + padding bias) V: (B, H, m, D); F̃ W = softmax(Q K̃ᵀ) W
+        landmark_kernel = torch.softmax(q_landmarks @ k_landmarks.transpose(-1, -2) * scale, dim=-1)
+        key_context = F.scaled_dot_product_attention(
+            q_landmarks, k, v, attn_mask=key_padding_bias(mask, q.dtype), scale=scale
+        )
+        weighted = iterative_pinv(landmark_kernel, self.pinv_iterations) @ key_context  # W: (B, H, m, D)
+        out = F.scaled_dot_product_attention(q, k_landmarks, weighted, scale=scale)
         if self.conv is not None:
             out = out + self._conv_skip(v)
         return out

@@ -22,6 +22,10 @@ not softmax(QKᵀ/√d) — and ``feature_epsilon=1e-4``, the constant they add 
 the stabilised exponential (φ = (exp(· − stabiliser) + ε)/√m; with ε > 0 the stabilisers no longer
 cancel exactly, as in their code). Their key stabiliser is one maximum over the whole batch and
 their padded keys keep φ = ε; here both stay per sequence and padded keys stay at φ = 0.
+
+Backward keeps φ(Q) and φ(K) and no other (N × m) tensor: the exponents are computed in place (the
+scale folded into W), and ε is not added to the features themselves but to the small factors, by
+(φ + ε)ᵀ[V, 1] = φᵀ[V, 1] + ε Σ_real [V, 1] and (φ_q + ε)·c = φ_q·c + ε Σ c — the same sums.
 """
 
 from __future__ import annotations
@@ -88,9 +92,24 @@ class PerformerAttention(nn.Module):
         self.features.copy_(fresh)
 
     def _exponents(self, x: torch.Tensor) -> torch.Tensor:
-        """Wx − ‖x‖²/2 for x = input·``input_scale``: (B, H, N, D) -> (B, H, N, m), float32."""
-        x = x.float() * self.input_scale
-        return x @ self.features.float().T - x.square().sum(-1, keepdim=True) / 2
+        """Wx − ‖x‖²/2 for x = input·``input_scale``: (B, H, N, D) -> (B, H, N, m), float32.
+
+        The scale goes into W and the squared norm, so autograd keeps the input itself, not a
+        scaled copy; the result is a fresh tensor that backward does not keep (safe to edit in place).
+        """
+        x = x.float()
+        scaled_features = self.features.float() * self.input_scale
+        half_sq_norm = x.square().sum(-1, keepdim=True) * (self.input_scale**2 / 2)
+        return (x @ scaled_features.T).sub_(half_sq_norm)
+
+    @staticmethod
+    def _real_totals(v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """[Σ V, count] over the real keys: (B, H, N, D) -> (B, H, 1, D + 1), float32."""
+        real = v.new_ones(v.shape[0], 1, 1, v.shape[2], dtype=torch.float32)
+        if mask is not None:
+            real = real * mask[:, None, None, :]
+        count = real.sum(dim=-1, keepdim=True).expand(-1, v.shape[1], -1, -1)
+        return torch.cat([real @ v.float(), count], dim=-1)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -98,21 +117,22 @@ class PerformerAttention(nn.Module):
         check_inputs(q, k, v, mask)
         with torch.autocast(device_type=q.device.type, enabled=False):
             q_exp = self._exponents(q)
-            phi_q = torch.exp(q_exp - q_exp.amax(-1, keepdim=True).detach())
+            phi_q = q_exp.sub_(q_exp.detach().amax(-1, keepdim=True)).exp_()  # (B, H, N, m)
 
-            k_exp = self._exponents(k)  # (B, H, N, m)
+            k_exp = self._exponents(k)
             if mask is not None:
-                k_exp = k_exp.masked_fill(~mask[:, None, :, None], float("-inf"))
-            stabiliser = k_exp.amax(dim=(-2, -1), keepdim=True).detach()  # (B, H, 1, 1), real keys only
+                k_exp.masked_fill_(~mask[:, None, :, None], float("-inf"))
+            stabiliser = k_exp.detach().amax(dim=(-2, -1), keepdim=True)  # (B, H, 1, 1), real keys only
             stabiliser = stabiliser.nan_to_num(neginf=0.0)  # a fully padded sequence has no real key
-            phi_k = torch.exp(k_exp - stabiliser)  # exactly 0 at padded keys
-            if self.feature_epsilon:  # the authors' constant; skipped at 0 so no second (B, H, N, m) is kept
-                phi_q = phi_q + self.feature_epsilon
-                real = 1.0 if mask is None else mask[:, None, :, None].float()
-                phi_k = phi_k + self.feature_epsilon * real  # padded keys stay at 0
+            phi_k = k_exp.sub_(stabiliser).exp_()  # exactly 0 at padded keys
 
-            context = phi_k.transpose(-1, -2) @ v.float()  # (B, H, m, D)
-            numerator = phi_q @ context  # (B, H, N, D)
-            denominator = phi_q @ phi_k.sum(dim=-2).unsqueeze(-1)  # (B, H, N, 1)
+            # [φ(K)ᵀV | φ(K)ᵀ1]: (B, H, m, D + 1); φ(Q) times it is [numerator | denominator]
+            context = torch.cat([phi_k.transpose(-1, -2) @ v.float(), phi_k.sum(dim=-2)[..., None]], dim=-1)
+            if self.feature_epsilon:  # ε on every feature of a real key and of every query, added to
+                context = context + self.feature_epsilon * self._real_totals(v, mask)  # the small factors
+            ratio = phi_q @ context  # (B, H, N, D + 1)
+            if self.feature_epsilon:
+                ratio = ratio + self.feature_epsilon * context.sum(dim=-2, keepdim=True)
+            numerator, denominator = ratio[..., :-1], ratio[..., -1:]
             out = numerator / denominator.clamp_min(torch.finfo(torch.float32).tiny)
         return out.to(q.dtype)

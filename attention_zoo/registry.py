@@ -12,7 +12,8 @@ validates every value against its annotation before the core is built:
     attention_dropout: Probability = 0.0        # a number in [0, 1)
     layout: Literal["a", "b"] = "a"             # one of the listed strings
 
-``Annotated[int, Bounds(...)]`` (and ``Odd()``) declares other ranges.
+``Annotated[int, Bounds(...)]`` (and ``Odd()``) declares other ranges. ``OptionType`` is the one
+validator of the project: the harness checks its own config keys with it too (``lra.checks``).
 """
 
 from __future__ import annotations
@@ -46,12 +47,20 @@ class Bounds:
         return low_ok and high_ok
 
     def describe(self) -> str:
+        low, high = number_text(self.low), number_text(self.high)
         if self.low is not None and self.high is not None:
             opening, closing = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            return f"in {opening}{self.low:g}, {self.high:g}{closing}"
+            return f"in {opening}{low}, {high}{closing}"
         if self.low is not None:
-            return f"{'>' if self.low_open else '>='} {self.low:g}"
-        return f"{'<' if self.high_open else '<='} {self.high:g}" if self.high is not None else ""
+            return f"{'>' if self.low_open else '>='} {low}"
+        return f"{'<' if self.high_open else '<='} {high}" if self.high is not None else ""
+
+
+def number_text(number: float | None) -> str:
+    """A bound as written: ``4294967296`` for a whole number, else the shortest form (``0.5``)."""
+    if number is None:
+        return ""
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class Odd:
 
 
 PositiveInt = Annotated[int, Bounds(low=1)]
+NonNegativeInt = Annotated[int, Bounds(low=0)]
 OddPositiveInt = Annotated[int, Bounds(low=1), Odd()]
 PositiveFloat = Annotated[float, Bounds(low=0, low_open=True)]
 NonNegativeFloat = Annotated[float, Bounds(low=0)]
@@ -68,9 +78,10 @@ Probability = Annotated[float, Bounds(low=0, high=1, high_open=True)]
 
 @dataclass(frozen=True)
 class OptionType:
-    """What one option accepts, read from its annotation; ``check`` returns the value to use."""
+    """What one option (or config key) accepts, read from its annotation; ``check`` returns the value
+    to use. ``Literal`` choices may include None (``Literal["norm", "value", None]``)."""
 
-    base: type | tuple[str, ...]  # int, float, bool, str, or the choices of a Literal
+    base: type | tuple[Any, ...]  # int, float, bool, str, or the choices of a Literal
     bounds: tuple[Bounds, ...] = ()
     odd: bool = False
     nullable: bool = False
@@ -87,7 +98,7 @@ class OptionType:
         if typing.get_origin(annotation) is Annotated:
             annotation, *extras = typing.get_args(annotation)
         if typing.get_origin(annotation) is Literal:
-            base: type | tuple[str, ...] = tuple(typing.get_args(annotation))
+            base: type | tuple[Any, ...] = tuple(typing.get_args(annotation))
         elif annotation in (int, float, bool, str):
             base = annotation
         else:
@@ -96,35 +107,38 @@ class OptionType:
         odd = any(isinstance(extra, Odd) for extra in extras)
         return cls(base, bounds, odd, nullable)
 
-    def describe(self) -> str:
-        """What is valid, in words: ``an odd integer >= 1 or null``."""
+    def describe(self, *, as_override: bool = False) -> str:
+        """What is valid, in words: ``an odd integer >= 1 or null``. Choices are quoted as Python
+        values (``one of 'a', 'b'``), or ``as_override`` as a command-line override spells them
+        (``one of a, b, null``)."""
         if isinstance(self.base, tuple):
-            text = "one of " + ", ".join(repr(choice) for choice in self.base)
+            spell = (lambda c: "null" if c is None else str(c)) if as_override else repr
+            text = "one of " + ", ".join(spell(choice) for choice in self.base)
         else:
             noun = NOUNS[self.base]
             text = ("an odd " if self.odd else "an " if noun[0] in "aeiou" else "a ") + noun
             text = " ".join([text, *(bound.describe() for bound in self.bounds)])
         return text + (" or null" if self.nullable else "")
 
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is valid (a float option accepts an int; NaN and inf are never valid)."""
+        if value is None and self.nullable:
+            return True
+        if isinstance(self.base, tuple):
+            return value in self.base
+        if self.base is float:
+            valid = isinstance(value, (int, float)) and math.isfinite(value)
+        else:
+            valid = isinstance(value, self.base)
+        if not valid or (isinstance(value, bool) and self.base is not bool):
+            return False
+        return all(bound.admits(value) for bound in self.bounds) and not (self.odd and value % 2 == 0)
+
     def check(self, value: Any) -> Any:
         """``value`` as the option's type, or ``ValueError`` (the caller adds the names)."""
-        if value is None and self.nullable:
-            return None
-        if isinstance(self.base, tuple):
-            valid = value in self.base
-        elif self.base is bool:
-            valid = isinstance(value, bool)
-        elif self.base is int:
-            valid = isinstance(value, int) and not isinstance(value, bool)
-        elif self.base is float:
-            valid = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            value = float(value) if valid else value
-        else:
-            valid = isinstance(value, str)
-        valid = valid and all(bound.admits(value) for bound in self.bounds)
-        if not valid or (self.odd and value % 2 == 0):
+        if not self.accepts(value):
             raise ValueError(f"must be {self.describe()}")
-        return value
+        return float(value) if self.base is float and value is not None else value
 
 
 SHAPE_TYPE = OptionType.of(PositiveInt)

@@ -9,6 +9,10 @@ a sub-sampling matrix S (Eq. 4–6) gives
 where XS are m landmark rows of X sampled uniformly without replacement. As in §4.4 the landmark
 block M = SᵀB̄S + γI is normalised by D_M = diag(M 1) before the iterative pseudo-inverse, and
 M⁺ ≈ D_M^(-½) (D_M^(-½) M D_M^(-½))⁺ D_M^(-½), which helps the iteration converge.
+
+Neither (n × m) kernel is formed: κ(XS, K̂) V and κ(Q̂, XS) (M⁺ κ(XS, K̂) V) are each a Gaussian-kernel
+attention, computed as ``kernelized`` computes its own (``gaussian_attention``: a softmax attention
+on augmented features through ``scaled_dot_product_attention``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attention_zoo.kernelized import gaussian_kernel
+from attention_zoo.kernelized import gaussian_attention, gaussian_kernel
 from attention_zoo.masking import check_inputs, zero_padding
 from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
@@ -91,9 +95,7 @@ class SkyformerAttention(nn.Module):
         landmarks = rows.gather(-2, index[:, None, :, None].expand(batch, heads, -1, dim))  # XS: (B, H, m, D)
         slot = valid[:, None, :].to(q.dtype)  # (B, 1, m)
 
-        # κ(Q̂, XS): (B, H, N, m), κ(XS, K̂): (B, H, m, N) with padded keys excluded, SᵀB̄S: (B, H, m, m)
-        query_kernel = gaussian_kernel(q, landmarks) * slot[..., None, :]
-        key_kernel = gaussian_kernel(landmarks, k) * slot[..., :, None] * mask[:, None, None, :]
+        # SᵀB̄S + γI: (B, H, m, m), slots a short sequence cannot fill zeroed
         block = gaussian_kernel(landmarks, landmarks) * slot[..., :, None] * slot[..., None, :]
         block = block + self.ridge * torch.eye(block.shape[-1], dtype=block.dtype, device=block.device)
         inv_sqrt_degree = block.sum(dim=-1).rsqrt()  # D_M^(-½) diagonal: (B, H, m)
@@ -103,4 +105,5 @@ class SkyformerAttention(nn.Module):
             * iterative_pinv(normalised, self.pinv_iterations)
             * inv_sqrt_degree[..., None, :]
         )
-        return query_kernel @ (inverse @ (key_kernel @ v))
+        key_context = gaussian_attention(landmarks, k, v, mask) * slot[..., None]  # κ(XS, K̂) V: (B, H, m, D)
+        return gaussian_attention(q, landmarks, inverse @ key_context, valid)  # κ(Q̂, XS) M⁺ κ(XS, K̂) V

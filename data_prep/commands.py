@@ -27,12 +27,12 @@ Configure = Callable[[argparse.ArgumentParser], Runner]
 
 # Modules whose import registers sub-commands, in the order --help lists them.
 COMMAND_MODULES: list[str] = [
-    "data_prep.listops",
+    "data_prep.listops.prepare",
     "data_prep.text",
     "data_prep.retrieval",
     "data_prep.image",
-    "data_prep.pathfinder",
-    "data_prep.pathfinder_stats",
+    "data_prep.pathfinder.prepare",
+    "data_prep.pathfinder.stats",
     "data_prep.release",
 ]
 

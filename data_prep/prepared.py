@@ -11,6 +11,7 @@ number of real tokens; label (). A DataLoader's default collation turns a batch 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +28,8 @@ from data_prep.storage import (
     DataNotPreparedError,
     default_root,
     file_digest,
+    majority_share,
+    write_meta,
 )
 
 
@@ -76,6 +79,26 @@ class PreparedSet:
     @property
     def counts(self) -> dict[str, int]:
         return self.meta["counts"]
+
+    @property
+    def majority_share(self) -> dict[str, float | None]:
+        """Each split's share of its most frequent label (``data_prep.storage.majority_share``), as
+        meta.json records it. A set written before meta.json recorded it has it computed here once and
+        written back into its meta.json (atomically; a read-only folder keeps it in memory only)."""
+        if "majority_share" not in self.meta:
+            shares = {split: majority_share(self.labels(split)) for split in self.counts}
+            self.meta["majority_share"] = shares
+            with contextlib.suppress(OSError):  # a read-only set: computed again at its next load
+                write_meta(self.directory, self.meta)
+        return self.meta["majority_share"]
+
+    def labels(self, split: str) -> np.ndarray:
+        """The labels (N,) of ``split``, memory-mapped, unverified; ``CorruptDataError`` if unreadable."""
+        path = self.directory / f"{split}.labels.npy"
+        try:
+            return np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as error:
+            raise CorruptDataError(f"{path} cannot be read ({error}). {self.rebuild_hint}") from None
 
     @cached_property
     def dual(self) -> bool:

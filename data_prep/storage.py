@@ -2,7 +2,8 @@
 
 Layout of ``ROOT/NAME/`` (NAME is the task, or ``task-variant`` such as ``listops-demo``)::
 
-    meta.json                 vocab size, classes, sequence length, source, counts, seed, checksums
+    meta.json                 vocab size, classes, sequence length, source, counts, seed, checksums,
+                              each split's majority-class share
     {split}.tokens.npy        (N, seq_len) or, for retrieval, (N, 2, seq_len); 0 = pad; smallest uint dtype
     {split}.lengths.npy       (N,) or (N, 2) int32: number of real tokens
     {split}.labels.npy        (N,) int64
@@ -61,6 +62,29 @@ def file_digest(path: Path, algorithm: str = "sha256", chunk_bytes: int = 1 << 2
         while chunk := handle.read(chunk_bytes):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def majority_share(labels: np.ndarray) -> float | None:
+    """The share (0-1) of the most frequent label in ``labels`` (N,): the accuracy of always predicting
+    it, what a run at chance scores. None for an empty split."""
+    if len(labels) == 0:
+        return None
+    return float(np.unique(labels, return_counts=True)[1].max() / len(labels))
+
+
+def write_json(path: Path, content: dict[str, Any]) -> Path:
+    """Write ``content`` to ``path`` atomically (a reader never sees half a file); a value JSON cannot
+    hold is written as its ``str``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
+    os.replace(partial, path)
+    return path
+
+
+def write_meta(directory: Path, meta: dict[str, Any]) -> None:
+    """Write ``directory/meta.json`` atomically."""
+    write_json(directory / META_FILE, meta)
 
 
 @dataclass
@@ -149,8 +173,10 @@ class PreparedWriter:
             )
         files: dict[str, dict[str, Any]] = {}
         counts: dict[str, int] = {}
+        shares: dict[str, float | None] = {}
         for split, arrays in self.arrays.items():
             counts[split] = int(arrays.labels.shape[0])
+            shares[split] = majority_share(arrays.labels)
             for kind in ARRAY_KINDS:
                 array = getattr(arrays, kind)
                 array.flush()
@@ -169,10 +195,11 @@ class PreparedWriter:
             "name": self.name,
             "format_version": FORMAT_VERSION,
             "counts": counts,
+            "majority_share": shares,
             "files": files,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        (self.tmp_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        write_meta(self.tmp_dir, meta)
         old = None
         if self.final_dir.exists():
             old = self.root / f".{self.name}.old-{os.getpid()}"

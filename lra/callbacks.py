@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import lightning as L
@@ -17,22 +19,25 @@ from lra.memory import peak_rss_mb, reset_peak_rss
 class StepTimer:
     """Wall time of each training step without waiting on the device.
 
-    On a GPU each step is bracketed by two CUDA events recorded in the stream; their times are read
-    (``elapsed_time``) only when asked, once the events have completed, so timing never stalls the
-    queue. On the CPU, where work is synchronous, it is ``time.perf_counter``.
+    On a GPU each step is bracketed by two CUDA events recorded in the stream (``event_type``
+    builds them: ``torch.cuda.Event`` with timing); ``drain`` moves the times of the steps whose
+    events have completed (``query``) into ``seconds`` and keeps only the rest pending, so timing
+    never stalls the queue and the pending events stay few. On the CPU, where work is synchronous,
+    it is ``time.perf_counter``.
     """
 
-    def __init__(self, on_cuda: bool) -> None:
+    def __init__(self, on_cuda: bool, event_type: Callable[..., Any] | None = None) -> None:
         self.on_cuda = on_cuda
-        self.pending: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self.event_type = event_type or torch.cuda.Event
+        self.pending: deque[tuple[Any, Any]] = deque()  # (begin, end) events, oldest first
         self.seconds: list[float] = []
         self.started = 0.0
 
     def start(self) -> None:
         if self.on_cuda:
-            begin = torch.cuda.Event(enable_timing=True)
+            begin = self.event_type(enable_timing=True)
             begin.record()
-            self.pending.append((begin, torch.cuda.Event(enable_timing=True)))
+            self.pending.append((begin, self.event_type(enable_timing=True)))
         else:
             self.started = time.perf_counter()
 
@@ -42,12 +47,17 @@ class StepTimer:
         else:
             self.seconds.append(time.perf_counter() - self.started)
 
+    def drain(self) -> None:
+        """Read the times of the steps whose events have completed, oldest first, without waiting."""
+        while self.pending and self.pending[0][1].query():
+            begin, end = self.pending.popleft()
+            self.seconds.append(begin.elapsed_time(end) / 1000)
+
     def all_seconds(self) -> list[float]:
         """Every step's seconds so far (on a GPU this waits for the last recorded step to finish)."""
         if self.pending:
             self.pending[-1][1].synchronize()
-            self.seconds += [begin.elapsed_time(end) / 1000 for begin, end in self.pending]
-            self.pending.clear()
+            self.drain()
         return self.seconds
 
 
@@ -61,7 +71,9 @@ class EfficiencyMonitor(Callback):
       summed over the segments of a resumed run (the time so far travels in the checkpoint);
     - ``perf/peak_gpu_mem_mb`` (``torch.cuda.max_memory_allocated``) on a GPU, else
       ``perf/peak_rss_mb`` (peak resident memory of the process during training);
-    - ``model/params``: number of parameters.
+    - ``model/params``: number of parameters;
+    - ``perf/elapsed_s`` at each validation: the training time so far, validations included (the
+      x axis of the report's validation curves, Skyformer Figure 2).
     """
 
     def __init__(self) -> None:
@@ -92,6 +104,12 @@ class EfficiencyMonitor(Callback):
     ) -> None:
         self.timer.stop()
         self.samples_per_step = len(batch[-1])
+        if trainer.global_step % trainer.log_every_n_steps == 0:
+            self.timer.drain()
+
+    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking and self.train_start:
+            pl_module.log("perf/elapsed_s", self.train_time_s())
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         step_seconds = self.timer.all_seconds()
@@ -120,16 +138,12 @@ class EfficiencyMonitor(Callback):
 
 
 class BestCheckpointInWindow(ModelCheckpoint):
-    """A ``ModelCheckpoint`` of the best monitored value that only counts evaluations after step
-    ``selectable_after`` (the Skyformer authors keep the best dev checkpoint only after 20% of the
-    steps); before that, evaluations save nothing. The module's ``val/acc_best`` follows the same rule."""
-
-    def __init__(self, *, selectable_after: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.selectable_after = selectable_after
+    """A ``ModelCheckpoint`` of the best monitored value among the evaluations in the module's
+    selection window (``LRALitModule.in_selection_window``: the Skyformer authors keep the best dev
+    checkpoint only after 20% of the steps); the evaluations before it save nothing."""
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.global_step > self.selectable_after:
+        if pl_module.in_selection_window:
             super().on_validation_end(trainer, pl_module)
 
 

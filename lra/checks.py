@@ -1,7 +1,9 @@
 """Configuration checks that run before anything is built: each problem is one clear line.
 
-``check_config(cfg)`` raises ``ConfigError`` naming the key, its value and what is valid; the
-attention's options are checked by the registry's validator (``attention_zoo.registry``). What only
+``check_config(cfg)`` raises ``ConfigError`` naming the key, its value and what is valid. One
+validator checks every value: the attention registry's (``attention_zoo.registry.OptionType``), which
+reads a core's options from its annotations and the harness's own keys from ``CONFIG_KEYS``, written
+in the same annotations (``PositiveInt``, ``Probability``, ``Literal[...]``, ``X | None``). What only
 building can tell (the model's own arguments) fails in ``lra.train.build_model``, and checks that
 need the prepared data (sequence length, vocabulary, a batch larger than the training split) run in
 ``LRADataModule.setup``: all before the first training step.
@@ -10,73 +12,56 @@ need the prepared data (sequence length, vocabulary, a batch larger than the tra
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 import attention_zoo
+from attention_zoo.registry import (
+    Bounds,
+    NonNegativeFloat,
+    NonNegativeInt,
+    OptionType,
+    PositiveFloat,
+    PositiveInt,
+    Probability,
+)
 from lra.errors import ConfigError
 from lra.loggers import check_loggers
 from lra.schedules import SCHEDULES
 
-CLIPPING = ("norm", "value", None)  # protocol.clip: Lightning's gradient_clip_algorithm, or no clipping
+Seed = Annotated[int, Bounds(low=0, high=2**32, high_open=True)]
 
-
-@dataclass(frozen=True)
-class Rule:
-    """``test(value)`` must hold for every key in ``keys``; ``requirement`` says so in words."""
-
-    keys: tuple[str, ...]
-    test: Callable[[Any], bool]
-    requirement: str
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-RULES = (
-    Rule(
-        (
-            "task.seq_len",
-            "task.vocab_size",
-            "task.num_classes",
-            "task.batch_size",
-            "task.eval_every",
-            "trainer.max_steps",
-            "model.dim",
-            "model.depth",
-            "model.num_heads",
-            "model.ffn_dim",
-            "model.classifier_dim",
-        ),
-        lambda v: is_int(v) and v >= 1,
-        "a positive integer",
-    ),
-    Rule(("task.warmup_steps",), lambda v: is_int(v) and v >= 0, "an integer >= 0"),
-    Rule(("task.lr",), lambda v: is_number(v) and v > 0, "a number > 0"),
-    Rule(("task.weight_decay",), lambda v: is_number(v) and v >= 0, "a number >= 0"),
-    Rule(
-        ("model.dropout", "protocol.select_after", "protocol.attention_dropout"),
-        lambda v: is_number(v) and 0 <= v < 1,
-        "a number in [0, 1)",
-    ),
-    Rule(("protocol.schedule",), lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
-    Rule(("protocol.clip",), lambda v: v in CLIPPING, "one of norm, value, null (no clipping)"),
-    Rule(("protocol.clip_value",), lambda v: is_number(v) and v > 0, "a number > 0"),
-    Rule(("seed",), lambda v: is_int(v) and 0 <= v < 2**32, "an integer in [0, 2**32)"),
-    Rule(("num_workers",), lambda v: is_int(v) and v >= 0, "an integer >= 0"),
-    Rule(
-        ("features", "threads"), lambda v: v is None or (is_int(v) and v >= 1), "null or a positive integer"
-    ),
-)
+# The harness's own keys and what each accepts, in the annotations the attention registry reads from
+# the cores' signatures: one validator (``OptionType``) for these and for every attention option.
+CONFIG_KEYS: dict[str, Any] = {
+    "task.seq_len": PositiveInt,
+    "task.vocab_size": PositiveInt,
+    "task.num_classes": PositiveInt,
+    "task.batch_size": PositiveInt,
+    "task.eval_every": PositiveInt,
+    "task.warmup_steps": NonNegativeInt,
+    "task.lr": PositiveFloat,
+    "task.weight_decay": NonNegativeFloat,
+    "trainer.max_steps": PositiveInt,
+    "model.dim": PositiveInt,
+    "model.depth": PositiveInt,
+    "model.num_heads": PositiveInt,
+    "model.ffn_dim": PositiveInt,
+    "model.classifier_dim": PositiveInt,
+    "model.dropout": Probability,
+    "protocol.schedule": Literal[tuple(SCHEDULES)],
+    "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
+    "protocol.clip_value": PositiveFloat,
+    "protocol.select_after": Probability,
+    "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
+    "seed": Seed,
+    "num_workers": NonNegativeInt,
+    "features": PositiveInt | None,
+    "threads": PositiveInt | None,
+}
+KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
 
 # Attention options bounded by another key: option -> (bound key, comparison, reason).
 OPTION_BOUNDS = {
@@ -96,12 +81,11 @@ def resolved(cfg: DictConfig) -> DictConfig:
 
 
 def check_values(cfg: DictConfig) -> None:
-    """Every key of ``RULES`` holds a valid value."""
-    for rule in RULES:
-        for key in rule.keys:
-            value = OmegaConf.select(cfg, key)
-            if not rule.test(value):
-                raise ConfigError(f"{key}={value!r} is invalid: it must be {rule.requirement}")
+    """Every key of ``CONFIG_KEYS`` holds a value its type accepts."""
+    for key, kind in KEY_TYPES.items():
+        value = OmegaConf.select(cfg, key)
+        if not kind.accepts(value):
+            raise ConfigError(f"{key}={value!r} is invalid: it must be {kind.describe(as_override=True)}")
 
 
 def attention_options(attention: DictConfig) -> dict[str, Any]:

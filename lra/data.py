@@ -115,7 +115,8 @@ class LRADataModule(L.LightningDataModule):
 
     def description(self) -> dict:
         """What summary.json records of the prepared set (after ``setup``): the recipe, the set it
-        resolved to, its source, generator/split seed and the command that rebuilds it."""
+        resolved to, its source, generator/split seed, the command that rebuilds it and each split's
+        majority-class share."""
         meta = self.prepared.meta
         return {
             "dataset": self.dataset,
@@ -123,6 +124,7 @@ class LRADataModule(L.LightningDataModule):
             "source": meta.get("source"),
             "seed": meta.get("seed"),
             "command": meta.get("command"),
+            "majority_share": self.prepared.majority_share,
         }
 
     def check_shapes(self, prepared: data_prep.PreparedSet) -> None:

@@ -5,7 +5,8 @@
   options its sweep varies (``lra.naming``), grouped by task (a search trial: by study), tagged with
   task, attention and budget (``budget=N``, for an attention with a budget option), the resolved
   config as the run config.
-- ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``.
+- ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
+  names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named.
 
 A resumed run (``resumed_step`` = the step of its checkpoint) logs to the same W&B run id and keeps
 the CSV rows of the steps before its checkpoint (rows logged after it, by a run killed before its
@@ -25,12 +26,13 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from lra.errors import ConfigError
 from lra.naming import run_group, run_name
 
 WANDB_MODES = ("offline", "online", "disabled")
+CSV_DEFAULTS = {"flush_logs_every_n_steps": 50}  # as conf/logger/csv.yaml
 
 
 @dataclass(frozen=True)
@@ -157,8 +159,10 @@ def build_loggers(
 
     ``resumed_step``: the global step of the checkpoint a resumed run continues from (None: a fresh run).
     """
+    chosen = dict(config.items())
+    chosen.setdefault("csv", OmegaConf.create(CSV_DEFAULTS))
     loggers = [
-        LOGGERS[name].build(options, run, output_dir, resumed_step) for name, options in config.items()
+        LOGGERS[name].build(options, run, output_dir, resumed_step) for name, options in chosen.items()
     ]
     for logger in loggers:
         logger.log_hyperparams(hparams)

@@ -57,10 +57,12 @@ class LRALitModule(L.LightningModule):
     """Trains ``model`` (tokens, lengths -> logits) on ``(tokens, lengths, labels)`` batches.
 
     Logs ``train/loss``, ``train/acc``, ``val/loss``, ``val/acc``, ``val/acc_best``, ``test/loss``
-    and ``test/acc`` (accuracy: torchmetrics, over the whole split). ``schedule`` names a schedule of
-    ``lra.schedules`` with ``warmup_steps`` and ``max_steps``. ``val/acc_best`` counts only the
-    evaluations after step ``selectable_after`` (the checkpoint that is tested is chosen the same
-    way, by ``lra.callbacks.BestCheckpointInWindow``). A NaN or infinite training loss raises
+    and ``test/acc`` (accuracy: torchmetrics, over the whole split); a test pass with
+    ``testing_final_weights`` set logs ``test/loss_final`` and ``test/acc_final`` instead.
+    ``schedule`` names a schedule of ``lra.schedules`` with ``warmup_steps`` and ``max_steps``.
+    ``val/acc_best`` counts only the evaluations in the selection window (``in_selection_window``:
+    after step ``selectable_after``), which ``lra.callbacks.BestCheckpointInWindow`` also asks to
+    choose the checkpoint that is tested. A NaN or infinite training loss raises
     ``NonFiniteLossError`` (see ``NonFiniteLossWatch``).
     """
 
@@ -96,6 +98,7 @@ class LRALitModule(L.LightningModule):
         self.test_loss = MeanMetric()
         self.val_acc_best = MaxMetric()
         self.val_acc_best.persistent(True)  # in checkpoints: a resumed run keeps its best accuracy so far
+        self.testing_final_weights = False  # a test pass of the final weights logs test/*_final
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.model(tokens, lengths)
@@ -128,17 +131,23 @@ class LRALitModule(L.LightningModule):
         self.log("val/loss", self.val_loss, prog_bar=True)
         self.log("val/acc", self.val_acc, prog_bar=True)
 
+    @property
+    def in_selection_window(self) -> bool:
+        """Whether the evaluation now counts for ``val/acc_best`` and the tested checkpoint: not the
+        sanity check, and after step ``selectable_after``."""
+        return not self.trainer.sanity_checking and self.global_step > self.selectable_after
+
     def on_validation_epoch_end(self) -> None:
-        # The sanity check and the evaluations before the selection window do not count.
-        if self.trainer.sanity_checking or self.global_step <= self.selectable_after:
+        if not self.in_selection_window:
             return
         self.val_acc_best(self.val_acc.compute())
         self.log("val/acc_best", self.val_acc_best.compute(), prog_bar=True)
 
     def test_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
         self.evaluate(batch, self.test_loss, self.test_acc)
-        self.log("test/loss", self.test_loss)
-        self.log("test/acc", self.test_acc)
+        suffix = "_final" if self.testing_final_weights else ""
+        self.log(f"test/loss{suffix}", self.test_loss)
+        self.log(f"test/acc{suffix}", self.test_acc)
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(

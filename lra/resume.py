@@ -2,7 +2,9 @@
 
 "The same job" is one definition, ``comparable_config``: the resolved config less ``IGNORED_KEYS``
 (paths, worker and thread counts, ``resume``: where and how a job executes, not what it computes);
-``job_fingerprint`` is its short hash, stored in ``run.json`` and ``summary.json``.
+``job_fingerprint`` is its short hash, stored in ``run.json`` and ``summary.json``. Runs are matched
+by that fingerprint; when a run is refused for another config, the keys that differ are named from
+the config its ``run.json`` records.
 
 Every run folder holds ``run.json`` (that config, its fingerprint, the job's name, varied options and
 command-line overrides, and its W&B run id, written before training) and, from its first evaluation
@@ -38,9 +40,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from data_prep.storage import write_json
 from lra.errors import ConfigError
 from lra.naming import IGNORED_KEYS, run_name, varied_options
-from lra.summary import POINTER_FILE, SUMMARY_FILE, write_json
+from lra.summary import POINTER_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +74,16 @@ def comparable_config(cfg: DictConfig) -> dict[str, Any]:
 
 
 def job_fingerprint(config: dict[str, Any]) -> str:
-    """A short hash of a ``comparable_config``: equal for the same job, whatever folder or machine."""
+    """The job's identity, equal for the same job whatever the folder or machine: the first 16 hex
+    digits of the SHA-256 of ``config`` (a ``comparable_config``: the resolved config less
+    ``IGNORED_KEYS``) written as JSON with sorted keys."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def recorded_fingerprint(run_file: dict[str, Any]) -> str:
+    """The fingerprint a ``run.json`` records; for a run.json written before fingerprints were
+    recorded, that of the config it records."""
+    return run_file.get("fingerprint") or job_fingerprint(run_file["config"])
 
 
 def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:
@@ -138,20 +149,23 @@ RunFolders = Sequence[tuple[Path, dict[str, Any]]]  # (run folder, its run.json)
 
 def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
     """The run folder of ``folders`` that ``resume=auto`` continues (see the module docstring), or None."""
+    fingerprint = job_fingerprint(config)
     candidates = []
     for directory, run_file in folders:
         checkpoint = last_checkpoint(directory)
-        if run_file["config"] == config and checkpoint.is_file() and run_status(directory) != "completed":
+        same_job = recorded_fingerprint(run_file) == fingerprint
+        if same_job and checkpoint.is_file() and run_status(directory) != "completed":
             candidates.append((checkpoint.stat().st_mtime, directory))
     return max(candidates)[1] if candidates else None
 
 
 def find_completed_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
     """The newest run folder of ``folders`` where a run of this config completed, or None."""
+    fingerprint = job_fingerprint(config)
     candidates = [
         ((directory / SUMMARY_FILE).stat().st_mtime, directory)
         for directory, run_file in folders
-        if run_file["config"] == config and run_status(directory) == "completed"
+        if recorded_fingerprint(run_file) == fingerprint and run_status(directory) == "completed"
     ]
     return max(candidates)[1] if candidates else None
 
@@ -164,14 +178,19 @@ def check_same_command_same_config(
     overrides = comparable_overrides(job_overrides)
     if not overrides:
         return
+    fingerprint = job_fingerprint(config)
     for directory, run_file in folders:
-        if run_file.get("overrides") == overrides and run_file["config"] != config:
-            differing = [key.rstrip(".") for key in differing_keys(run_file["config"], config)]
+        if run_file.get("overrides") == overrides and recorded_fingerprint(run_file) != fingerprint:
             raise ConfigError(
                 f"resume=auto: the earlier run of this job in {directory} had another config "
-                f"({', '.join(differing[:5])} differ: the config changed since); restore it, "
+                f"({named_differences(run_file, config)} differ: the config changed since); restore it, "
                 "or resume=null to start this job afresh"
             )
+
+
+def named_differences(run_file: dict[str, Any], config: dict[str, Any]) -> str:
+    """The first five dotted keys whose values differ between a run.json's config and ``config``."""
+    return ", ".join(key.rstrip(".") for key in differing_keys(run_file["config"], config)[:5])
 
 
 def continued_run(directory: Path, checkpoint: Path, config: dict[str, Any]) -> RunPlan:
@@ -179,11 +198,10 @@ def continued_run(directory: Path, checkpoint: Path, config: dict[str, Any]) -> 
     run_file = read_run_file(directory)
     if run_file is None:
         raise FileNotFoundError(f"resume: {directory} has no readable {RUN_FILE}; it is not a run folder")
-    differing = [key.rstrip(".") for key in differing_keys(run_file["config"], config)]
-    if differing:
+    if recorded_fingerprint(run_file) != job_fingerprint(config):
         raise ConfigError(
-            f"resume: the run in {directory} has another config ({', '.join(differing[:5])} differ); "
-            "resume it with the same overrides"
+            f"resume: the run in {directory} has another config ({named_differences(run_file, config)} "
+            "differ); resume it with the same overrides"
         )
     if run_status(directory) == "completed":
         raise ConfigError(f"resume: the run in {directory} has already completed")

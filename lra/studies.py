@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from lra.provenance import markdown_table, rerun_command
+from lra.report.provenance import markdown_table, rerun_command
 from lra.search.study import STUDY_FILE, trial_counts
 
 OBJECTIVE = "val/acc_best"
@@ -110,11 +110,14 @@ def study_markdown(study: Any, storage: str, plots: dict[str, Path], out_dir: Pa
 def studies_section(root: Path, out_dir: Path, storages: Sequence[str] = ()) -> str:
     """The markdown section on every study in ``storages`` and in the ``optuna.db`` files under ``root``;
     the plots are written to ``out_dir``. An empty string when there is no study."""
+    all_storages = [*storages, *sqlite_storages(root)]
+    if not all_storages:  # no search: Optuna (the `search` extra) is not needed
+        return ""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     parts = []
-    for storage in [*storages, *sqlite_storages(root)]:
+    for storage in all_storages:
         for summary in optuna.get_all_study_summaries(storage):
             study = optuna.load_study(study_name=summary.study_name, storage=storage)
             parts.append(study_markdown(study, storage, study_plots(study, out_dir), out_dir))

@@ -2,14 +2,18 @@
 
 summary.json (``lra.report`` reads it)::
 
-    {"task", "attention", "seed", "status": "completed"|"failed"|"nan"|"interrupted", "error",
-     "metrics": {"val/acc_best", "test/acc", "test/loss", "perf/step_ms", "perf/samples_per_s",
-                 "perf/train_time_s", "perf/peak_gpu_mem_mb" or "perf/peak_rss_mb", "model/params",
-                 "train/steps"},
+    {"schema": 2 (SCHEMA; a summary without it is schema 1: no majority_share, no test/*_final),
+     "task", "attention", "seed", "status": "completed"|"failed"|"nan"|"interrupted", "error",
+     "metrics": {"val/acc_best", "test/acc", "test/loss" (the checkpoint selected on validation),
+                 "test/acc_final", "test/loss_final" (the final weights), "perf/step_ms",
+                 "perf/samples_per_s", "perf/train_time_s", "perf/peak_gpu_mem_mb" or
+                 "perf/peak_rss_mb", "model/params", "train/steps"},
      "config": {resolved}, "versions": {...}, "device", "git_commit", "started", "finished", "output_dir",
-     "data": {"dataset", "set", "source", "seed", "command"} (the task's dataset recipe, the prepared
-             set it used, that set's source, generator/split seed and the command that rebuilds it;
-             null when the run stopped before loading it),
+     "data": {"dataset", "set", "source", "seed", "command", "majority_share": {"train", "val",
+             "test"}} (the task's dataset recipe, the prepared set it used, that set's source,
+             generator/split seed, the command that rebuilds it and each split's share of its most
+             frequent label, 0-1, what a run at chance scores; null when the run stopped before
+             loading it),
      "protocol": {"schedule", "clip", "clip_value", "select_after", "attention_dropout"} (how it
              trained; clip_value null without clipping, attention_dropout null for a core without it),
      "resumed_from": the checkpoint this segment of the run continued from, or null,
@@ -24,7 +28,6 @@ the prepared set was built with. A resumed run has one summary.json, in its orig
 from __future__ import annotations
 
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -36,14 +39,18 @@ from typing import Any
 from hydra.experimental.callback import Callback as HydraCallback
 from omegaconf import DictConfig, OmegaConf
 
+from data_prep.storage import write_json
 from lra.naming import record_swept_keys, short_keys
 
 SUMMARY_FILE = "summary.json"
+SCHEMA = 2  # the layout of summary.json (module docstring); raised when a reader must tell layouts apart
 STATUSES = ("completed", "failed", "nan", "interrupted")
 METRIC_KEYS = (
     "val/acc_best",
     "test/acc",
     "test/loss",
+    "test/acc_final",
+    "test/loss_final",
     "perf/step_ms",
     "perf/samples_per_s",
     "perf/train_time_s",
@@ -136,6 +143,7 @@ def make_summary(
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     config = plain_config(cfg)
     return {
+        "schema": SCHEMA,
         "task": cfg.task.name,
         "attention": cfg.attention.name,
         "seed": cfg.seed,
@@ -154,15 +162,6 @@ def make_summary(
         "resumed_from": None if resumed_from is None else str(resumed_from),
         **(job or {}),
     }
-
-
-def write_json(path: Path, content: dict[str, Any]) -> Path:
-    """Write ``content`` to ``path`` atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".tmp-{os.getpid()}")
-    partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
-    os.replace(partial, path)
-    return path
 
 
 def write_summary(summary: dict[str, Any], output_dir: Path) -> Path:

@@ -1,5 +1,5 @@
-"""One job from a composed config: check, plan (fresh or resumed), build, fit, test the best checkpoint,
-write summary.json.
+"""One job from a composed config: check, plan (fresh or resumed), build, fit, test the final weights
+and the best checkpoint, write summary.json.
 
 Everything a run is made of is built here (``build_model``, ``build_module``, ``build_datamodule``,
 ``build_trainer``), so a change to how runs are trained has one place to go.
@@ -7,10 +7,6 @@ Everything a run is made of is built here (``build_model``, ``build_module``, ``
 
 from __future__ import annotations
 
-import json
-import signal
-import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,27 +18,29 @@ from hydra.utils import instantiate
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import Logger
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
-from data_prep.storage import CorruptDataError
 from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor, ValidateAtLastStep
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
 from lra.loggers import RunIdentity, build_loggers, finish_loggers
 from lra.model import LRAClassifier
-from lra.module import LRALitModule, NonFiniteLossError
+from lra.module import LRALitModule
 from lra.naming import attention_budget
+from lra.outcome import JobState, failures_noted, record_outcome, report_completed
 from lra.preemption import lightning_plugins
-from lra.resume import CHECKPOINT_DIR, LAST_CHECKPOINT, checkpoint_step, job_record, plan_run, record_plan
-from lra.summary import SUMMARY_FILE, format_table, make_summary, now_iso, write_summary
+from lra.resume import (
+    CHECKPOINT_DIR,
+    LAST_CHECKPOINT,
+    RunPlan,
+    checkpoint_step,
+    job_record,
+    plan_run,
+    record_plan,
+)
+from lra.summary import now_iso
 from lra.training_state import TrainingOrderState
-
-# Errors whose message says all there is to say: no traceback file for these.
-EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
-# Exit status after SIGTERM, as a shell reports a process ended by it.
-SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 
 
 def build_model(cfg: DictConfig) -> LRAClassifier:
@@ -128,7 +126,6 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
     """
     efficiency = EfficiencyMonitor()
     checkpoint = BestCheckpointInWindow(
-        selectable_after=selectable_after(cfg),
         dirpath=output_dir / CHECKPOINT_DIR,
         filename="best",
         monitor="val/acc",
@@ -169,33 +166,54 @@ def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> T
     return TrainerParts(trainer, efficiency, checkpoint)
 
 
-def device_description(trainer: L.Trainer | None, accelerator: str) -> str:
-    """``cpu``, or the name of the GPU the run used (would have used, when it stopped before the trainer)."""
-    if trainer is not None:
-        device = trainer.strategy.root_device
-        return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    on_gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
-    return torch.cuda.get_device_name() if on_gpu else "cpu"
-
-
-def final_metrics(parts: TrainerParts, test_results: list[dict[str, float]]) -> dict[str, Any]:
+def tested_metrics(parts: TrainerParts, module: LRALitModule, datamodule: LRADataModule) -> dict[str, Any]:
+    """Test the final weights (``test/acc_final``, ``test/loss_final``), then the selected checkpoint
+    (``test/acc``, ``test/loss``); with the ``perf/*`` figures and the best validation accuracy."""
+    trainer = parts.trainer
+    module.testing_final_weights = True
+    final = trainer.test(module, datamodule=datamodule, verbose=False)  # the weights fit left
+    module.testing_final_weights = False
+    selected = trainer.test(
+        module, datamodule=datamodule, ckpt_path=parts.checkpoint.best_model_path, verbose=False
+    )
     best = parts.checkpoint.best_model_score
     metrics: dict[str, Any] = {
         **parts.efficiency.metrics,
         "val/acc_best": None if best is None else float(best),
-        "train/steps": parts.trainer.global_step,
+        "train/steps": trainer.global_step,
     }
-    if test_results:
-        metrics.update({key: float(value) for key, value in test_results[0].items()})
+    for results in (final, selected):  # [] when no test batch ran
+        metrics.update({key: float(value) for result in results[:1] for key, value in result.items()})
     return metrics
 
 
-def report_completed(directory: Path) -> dict[str, Any]:
-    """The summary of a job that already completed in ``directory`` (``resume=auto`` skips it)."""
-    summary = json.loads((directory / SUMMARY_FILE).read_text())
-    if rank_zero_only.rank == 0:
-        print(f"\n{format_table([summary])}\nsummary: {directory / SUMMARY_FILE} (completed earlier)")
-    return summary
+def train_and_test(cfg: DictConfig, plan: RunPlan, job: dict[str, Any], state: JobState) -> None:
+    """Build the run, fit it as ``plan`` says (afresh or from its checkpoint, in its folder) and test it;
+    ``state`` holds what was built, so that a failure is recorded with it."""
+    state.run_dir, state.resumed_from = plan.directory, plan.checkpoint
+    resumed_step = None if plan.checkpoint is None else checkpoint_step(plan.checkpoint)
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    module = build_module(cfg)  # a bad model or attention option stops here, before any data work
+    datamodule = state.datamodule = build_datamodule(cfg)
+    if rank_zero_only.rank == 0:  # a missing set is built (or reported) before any logger starts
+        datamodule.prepare_data()
+        datamodule.setup("fit")
+    run_identity = RunIdentity(
+        cfg.task.name,
+        cfg.attention.name,
+        cfg.seed,
+        plan.wandb_run_id,
+        job["options"],
+        attention_budget(cfg.attention),
+    )
+    state.loggers = build_loggers(
+        cfg.logger, run_identity, plan.directory, OmegaConf.to_container(cfg, resolve=True), resumed_step
+    )
+    parts = state.parts = build_trainer(cfg, plan.directory, state.loggers)
+    parts.trainer.fit(module, datamodule=datamodule, ckpt_path=plan.checkpoint)
+    state.metrics = tested_metrics(parts, module, datamodule)
 
 
 def run(
@@ -212,91 +230,21 @@ def run(
     writes ``summary.json`` in the run's folder and prints the final table.
     """
     output_dir = Path(output_dir)
-    run_dir = output_dir
     job = job_record(cfg, job_overrides)
-    completed_earlier: dict[str, Any] | None = None
-    started = now_iso()
-    status, error = "completed", None
-    loggers: list[Logger] = []
-    parts: TrainerParts | None = None
-    datamodule: LRADataModule | None = None
-    resumed_from: Path | None = None
-    metrics: dict[str, Any] = {}
-    try:
+    state = JobState(output_dir, now_iso())
+    plan: RunPlan | None = None
+    with failures_noted(state):  # a job refused here (config, resume) is recorded as failed below
         check_config(cfg)
         plan = plan_run(cfg, output_dir, resume_roots, job_overrides)
         if rank_zero_only.rank == 0:
             record_plan(plan, cfg, output_dir, job, job_overrides)
-        if plan.completed:
-            completed_earlier = report_completed(plan.directory)
-            return completed_earlier
-        run_dir, resumed_from = plan.directory, plan.checkpoint
-        resumed_step = None if resumed_from is None else checkpoint_step(resumed_from)
-        if cfg.threads is not None:
-            torch.set_num_threads(cfg.threads)
-        L.seed_everything(cfg.seed, workers=True, verbose=False)
-        module = build_module(cfg)  # a bad model or attention option stops here, before any data work
-        datamodule = build_datamodule(cfg)
-        if rank_zero_only.rank == 0:  # a missing set is built (or reported) before any logger starts
-            datamodule.prepare_data()
-            datamodule.setup("fit")
-        run_identity = RunIdentity(
-            cfg.task.name,
-            cfg.attention.name,
-            cfg.seed,
-            plan.wandb_run_id,
-            job["options"],
-            attention_budget(cfg.attention),
-        )
-        loggers = build_loggers(
-            cfg.logger, run_identity, run_dir, OmegaConf.to_container(cfg, resolve=True), resumed_step
-        )
-        parts = build_trainer(cfg, run_dir, loggers)
-        parts.trainer.fit(module, datamodule=datamodule, ckpt_path=resumed_from)
-        test_results = parts.trainer.test(
-            module, datamodule=datamodule, ckpt_path=parts.checkpoint.best_model_path, verbose=False
-        )
-        metrics = final_metrics(parts, test_results)
-    except NonFiniteLossError as exception:
-        status, error = "nan", str(exception)
-    except EXPLAINED_ERRORS as exception:
-        status, error = "failed", str(exception)
-    except SIGTERMException:
-        step = parts.trainer.global_step if parts else None
-        status = "interrupted"
-        error = (
-            f"SIGTERM at step {step}; the state is saved in {run_dir / CHECKPOINT_DIR}: resume=auto continues"
-        )
-        raise SystemExit(SIGTERM_EXIT_STATUS) from None
-    except (KeyboardInterrupt, SystemExit):
-        status, error = "interrupted", "interrupted before the end of the run"
-        raise
-    except Exception as exception:
-        status, error = "failed", f"{type(exception).__name__}: {exception}".splitlines()[0]
-        if rank_zero_only.rank == 0:
-            trace_file = run_dir / "traceback.txt"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            trace_file.write_text(traceback.format_exc())
-            error += f" (traceback: {trace_file})"
+    if plan is not None and plan.completed:
+        return report_completed(plan.directory)  # its summary.json stays as it is
+    try:
+        if plan is not None:
+            with failures_noted(state):
+                train_and_test(cfg, plan, job, state)
     finally:
-        finish_loggers(loggers)
-        if status != "completed" and parts is not None:
-            metrics = {**parts.efficiency.metrics, "train/steps": parts.trainer.global_step, **metrics}
-        summary = completed_earlier or make_summary(
-            cfg,
-            status=status,
-            error=error,
-            metrics=metrics,
-            device=device_description(parts.trainer if parts else None, str(cfg.trainer.accelerator)),
-            started=started,
-            output_dir=run_dir,
-            data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
-            resumed_from=resumed_from,
-            job=job,
-        )
-        if rank_zero_only.rank == 0 and completed_earlier is None:  # a skipped job keeps its summary
-            path = write_summary(summary, run_dir)
-            print(f"\n{format_table([summary])}\nsummary: {path}", flush=True)
-            if status == "interrupted":  # the process exits now: say why, as a failed single run does
-                print(f"lra: interrupted: {error}", file=sys.stderr, flush=True)
+        finish_loggers(state.loggers)
+        summary = record_outcome(cfg, job, state)
     return summary

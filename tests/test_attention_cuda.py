@@ -6,6 +6,8 @@ Which fused kernel serves which call: ``standard`` under bf16 autocast without a
 with a padding bias → memory-efficient (flash takes no mask); ``kernelized`` runs in float32 with
 q, k, v padded to 36 features (head_dim 32 + 2, rounded up to a multiple of 4) → memory-efficient
 (flash has no float32 kernel; memory-efficient wants float32 head sizes in multiples of 4).
+``nystrom`` (two float32 calls of head_dim 32, the first with a padding bias) and ``skyformer`` (two
+``kernelized``-style calls) → memory-efficient; their m × m inverses stay in float32 under autocast.
 """
 
 from __future__ import annotations
@@ -68,11 +70,11 @@ def run_on(backends: list[SDPBackend], name: str, lengths: list[int] | None, aut
 
 @pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
 @pytest.mark.parametrize("lengths", [None, [SEQ, 61]], ids=["no-mask", "padded"])
-@pytest.mark.parametrize("name", ["standard", "kernelized"])
-def test_exact_cores_run_on_a_fused_backend_and_match_the_math_backend(name, lengths, autocast):
+@pytest.mark.parametrize("name", ["standard", "kernelized", "nystrom", "skyformer"])
+def test_sdpa_cores_run_on_a_fused_backend_and_match_the_math_backend(name, lengths, autocast):
     fused = run_on(FUSED, name, lengths, autocast)  # raises "No available kernel" if neither accepts it
     math = run_on([SDPBackend.MATH], name, lengths, autocast)
-    bf16 = autocast and name == "standard"  # kernelized computes in float32 under autocast
+    bf16 = autocast and name == "standard"  # the others compute in float32 under autocast
     tolerance = {"atol": 2e-2, "rtol": 2e-2} if bf16 else {"atol": 1e-4, "rtol": 1e-4}
     for label, a, b in zip(("out", "dq", "dk", "dv"), fused, math, strict=True):
         torch.testing.assert_close(a, b, **tolerance, msg=lambda text, label=label: f"{label}: {text}")

@@ -9,13 +9,15 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.bench import efficiency_output, fidelity, fidelity_output
+from lra.bench import efficiency_paper, efficiency_tables, fidelity, fidelity_tables
 from lra.bench.__main__ import main
-from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, build_core
-from lra.bench.efficiency_measure import Measurement, measure, measure_in_subprocess, sweep
+from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, bench_names, build_core
+from lra.bench.efficiency import Measurement, measure, sweep
 from lra.bench.efficiency_workloads import BenchConfig
 from lra.bench.fidelity_checkpoint import checkpoint_core_inputs
 from lra.bench.fidelity_measure import relative_spectral_error
+from lra.bench.isolation import Runner
+from lra.bench.timing import Failure
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -51,7 +53,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path, device):
 
     for name in (f"efficiency_{device}.csv", f"efficiency_{device}_encoder.csv"):
         columns, rows = read_csv(tmp_path / name)
-        assert tuple(columns) == efficiency_output.CSV_COLUMNS
+        assert tuple(columns) == tuple(efficiency_tables.CSV_COLUMNS)
         assert [(r["attention"], int(r["seq_len"])) for r in rows] == [
             (a, n) for a in ("standard", "nystrom", NAIVE) for n in (64, 128)
         ]
@@ -84,7 +86,7 @@ def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
 
 def test_a_configuration_past_its_timeout_is_a_row_not_a_crash():
     config = BenchConfig(NAIVE, 64, repeats=1, warmup=0)
-    row = measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
+    row = Runner(measure, str, Measurement.failed, "subprocess", timeout_s=0.05)(config)
     assert (row.status, row.time_ms, row.peak_mem_mb) == ("timeout", None, None)
 
 
@@ -103,7 +105,7 @@ def test_time_budget_stops_repeating_after_one_timed_step():
 def test_sweep_skips_longer_lengths_after_a_slow_step_or_a_failure():
     def fake(config: BenchConfig) -> Measurement:
         if config.attention == "broken" and config.seq_len == 128:
-            return Measurement.failed(config, "oom", "too big")
+            return Measurement.failed(config, Failure("oom", "too big"))
         return Measurement(config.attention, config.seq_len, 1, config.seq_len * 100.0, 1.0, "ok")
 
     configs = [BenchConfig(a, n) for a in ("slow", "broken") for n in (64, 128, 256)]
@@ -124,8 +126,33 @@ def test_memory_growth_table_reads_ratios_over_eight_times_length():
         Measurement("a", n, 1, 1.0, mem, "ok")
         for n, mem in ((64, 2.0), (128, 3.0), (512, 16.0), (1024, 192.0))
     ]
-    text = efficiency_output.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
+    text = efficiency_tables.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
     assert "| a | ×8 | ×64 |" in text
+
+
+def test_paper_mode_measures_the_tables_rows_in_its_layout(tmp_path):
+    argv = ["efficiency", "--paper", "nystromformer-table1", "--lengths", "128", "64", "--dim", "32"]
+    argv += ["--heads", "2", "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]
+    assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
+    columns, rows = read_csv(tmp_path / "nystromformer_table1_cpu.csv")
+    assert tuple(columns) == ("label", *efficiency_tables.CSV_COLUMNS)
+    table = efficiency_paper.PAPER_TABLES["nystromformer-table1"]
+    assert [(r["label"], r["attention"], int(r["seq_len"])) for r in rows] == [
+        (row.label, row.attention, n) for row in table.rows for n in (64, 128)
+    ]
+    for row in rows:  # an attention not (yet) in the registry is a row that says so
+        registered = row["attention"] in bench_names()
+        assert row["status"] == ("ok" if registered else "not registered")
+        assert (row["time_ms"] != "") == registered
+    report = (tmp_path / "nystromformer_table1_cpu.md").read_text()
+    assert "inference_mode" in report and "## Published" in report and "| Nyströmformer-32 |" in report
+
+
+def test_paper_layout_cells_are_memory_and_time_with_factors_to_the_first_row():
+    figures = {("T", 512): (100.0, 10.0), ("A", 512): (25.0, 5.0), ("B", 512): "oom"}
+    table = efficiency_paper.layout_table(figures, ["T", "A", "B", "C"], [512])
+    assert "| T | 100 / 10.0 |" in table and "| A | 25.0 (×4.0) / 5.0 (×2.0) |" in table
+    assert "| B | oom |" in table and "| C | — |" in table
 
 
 def test_unknown_attention_is_a_usage_error(capsys):
@@ -155,7 +182,7 @@ def test_fidelity_tiny_run_writes_outputs_and_nystrom_converges(tmp_path):
     argv = ["fidelity", "--lengths", "64", "32", "--budgets", "16", "32", "--seeds", "0", "1"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     columns, rows = read_csv(tmp_path / "fidelity_cpu.csv")
-    assert tuple(columns) == fidelity_output.CSV_COLUMNS
+    assert tuple(columns) == tuple(fidelity_tables.CSV_COLUMNS)
     expected = {
         name: attention_zoo.spec(name).approximates
         for name in attention_zoo.available()

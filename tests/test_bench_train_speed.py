@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from lra.bench.__main__ import main
-from lra.bench.train_speed_measure import TrainSpeedConfig, TrainSpeedRow, measure, measure_in_subprocess
-from lra.bench.train_speed_output import CSV_COLUMNS, ratio_to_reference
+from lra.bench.isolation import Runner
+from lra.bench.train_speed import TrainSpeedConfig, TrainSpeedRow, failed, measure
+from lra.bench.train_speed_table import CSV_COLUMNS, ratio_to_reference
 from lra.bench.train_step import HarnessStep, job_config, random_batch
 
 TINY = ("task.seq_len=32", "task.batch_size=4", "features=8")
@@ -59,13 +60,24 @@ def test_gradient_clipping_follows_the_protocol(algorithm):
         assert max(g.abs().max() for g in grads) <= 0.001
 
 
+def test_the_step_runs_under_the_precision_of_the_composed_config():
+    assert TrainSpeedConfig("listops", "standard", TINY).compose().trainer.precision == "32-true"  # CPU run
+    cfg = job_config("listops", "standard", [*TINY, "trainer.precision=bf16-mixed"])
+    step = HarnessStep.build(cfg, torch.device("cpu"))
+    with step.autocast():
+        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    step()
+    with pytest.raises(ValueError, match="trainer.precision='64-true' is not measured here"):
+        TrainSpeedConfig("listops", "standard", (*TINY, "trainer.precision=64-true")).compose_checked()
+
+
 def test_train_speed_tiny_run_writes_csv_and_markdown(tmp_path):
     argv = ["train-speed", "--tasks", "listops", "retrieval", "--attentions", "standard", "nystrom"]
     argv += ["--steps", "2", "--warmup", "1", "--overrides", *TINY, "--isolation", "inprocess"]
     assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
 
     columns, rows = read_csv(tmp_path / "train_speed_cpu.csv")
-    assert tuple(columns) == CSV_COLUMNS
+    assert tuple(columns) == tuple(CSV_COLUMNS)
     assert [(r["task"], r["attention"]) for r in rows] == [
         (t, a) for t in ("listops", "retrieval") for a in ("standard", "nystrom")
     ]
@@ -87,6 +99,7 @@ def test_train_speed_tiny_run_writes_csv_and_markdown(tmp_path):
         "| listops | standard | 4 × 32 |",
         "| retrieval | nystrom | 4 × 32 × 2 |",
         "Hydra overrides: `task.seq_len=32`",
+        "`trainer.precision` (`32-true`)",
     ):
         assert expected in report
 
@@ -97,7 +110,7 @@ def test_ratio_to_standard_beside_the_papers():
 
     rows = [row("standard", 400.0), row("nystrom", 100.0), row("performer", None, "oom")]
     assert ratio_to_reference(rows[1], rows) == "0.25 / 0.32"  # Table 2: 0.71 / 2.24
-    assert ratio_to_reference(rows[2], rows) == "— / —"
+    assert ratio_to_reference(rows[2], rows) == "— / 0.33"  # no measurement; Table 2: 0.73 / 2.24
     assert ratio_to_reference(rows[1], rows[1:]) == "— / 0.32"
 
 
@@ -118,9 +131,9 @@ def test_a_failing_configuration_is_an_error_row():
 @pytest.mark.slow
 def test_subprocess_worker_measures_and_a_timeout_is_a_row():
     config = TrainSpeedConfig("retrieval", "standard", TINY, warmup=0, steps=1)
-    row = measure_in_subprocess(config, timeout_s=120, mem_limit_mb=None)
+    row = Runner(measure, str, failed, "subprocess", timeout_s=120)(config)
     assert (row.status, row.documents, row.timed_steps) == ("ok", 2, 1) and row.step_ms > 0
-    late = measure_in_subprocess(config, timeout_s=0.05, mem_limit_mb=None)
+    late = Runner(measure, str, failed, "subprocess", timeout_s=0.05)(config)
     assert (late.status, late.step_ms, late.batch, late.seq_len) == ("timeout", None, 4, 32)
 
 

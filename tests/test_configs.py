@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 import attention_zoo
 from data_prep.recipes import RECIPES
 from lra import resolvers
-from lra.checks import check_config
+from lra.checks import KEY_TYPES, check_config
 from lra.errors import ConfigError
 from lra.loggers import wandb_credentials_found
 from lra.train import build_model
@@ -279,3 +279,12 @@ def test_paper_presets_set_the_authors_attention_code_only_on_the_attentions_tha
     }
     explicit = compose_config([f"experiment={experiment}", "attention=linformer", "attention.per_head=false"])
     assert explicit.attention.per_head is False  # the command line still wins
+
+
+def test_the_harness_keys_and_the_attention_options_share_one_validator():
+    """protocol.attention_dropout feeds the exact cores' option of that name: one type states its rule."""
+    for core in ("standard", "kernelized"):
+        assert (
+            KEY_TYPES["protocol.attention_dropout"]
+            == attention_zoo.spec(core).option_types["attention_dropout"]
+        )

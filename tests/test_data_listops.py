@@ -11,7 +11,7 @@ import pytest
 
 import data_prep
 from data_prep.commands import main
-from data_prep.listops import read_tsv
+from data_prep.listops.prepare import read_tsv
 
 # The vocabulary as the task defines it, written out here rather than imported.
 VOCAB = ["<pad>", "[MIN", "[MAX", "[MED", "[SM", "]"] + [str(digit) for digit in range(10)]

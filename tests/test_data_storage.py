@@ -171,3 +171,25 @@ def test_meta_is_read_once_and_each_split_verified_once(tmp_path, monkeypatch):
     assert sorted(digests) == sorted(
         f"{split}.{kind}.npy" for split in ("train", "test") for kind in ARRAY_KINDS
     )
+
+
+def test_majority_share_is_recorded_and_added_to_sets_written_before_it(tmp_path, monkeypatch):
+    write_tiny(tmp_path)  # labels 0..N-1: every label once
+    shares = {"train": 0.25, "val": 0.5, "test": 0.5}
+    meta_file = tmp_path / "tiny" / "meta.json"
+    assert json.loads(meta_file.read_text())["majority_share"] == shares
+    older = {
+        key: value for key, value in json.loads(meta_file.read_text()).items() if key != "majority_share"
+    }
+    meta_file.write_text(json.dumps(older))
+
+    def read_only(directory: Path, meta: dict) -> None:
+        raise PermissionError(f"{directory} is read-only")
+
+    monkeypatch.setattr(prepared_module, "write_meta", read_only)
+    assert data_prep.PreparedSet("tiny", tmp_path).majority_share == shares  # computed, not written
+    assert "majority_share" not in json.loads(meta_file.read_text())
+    monkeypatch.undo()
+    assert data_prep.PreparedSet("tiny", tmp_path).majority_share == shares
+    assert json.loads(meta_file.read_text()) == {**older, "majority_share": shares}  # written back
+    assert not [path for path in (tmp_path / "tiny").iterdir() if path.name.startswith(".")]  # no temp file

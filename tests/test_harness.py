@@ -19,6 +19,8 @@ from torch import nn
 import attention_zoo
 from attention_zoo import registry
 from data_prep.recipes import RECIPES, Build, Recipe
+from lra.callbacks import StepTimer
+from lra.summary import SCHEMA
 from lra.train import run
 
 PERF_KEYS = ("perf/step_ms", "perf/samples_per_s", "perf/train_time_s", "perf/peak_rss_mb", "model/params")
@@ -69,6 +71,10 @@ def test_summary_json_schema(data_root, tmp_path):
     assert summary["output_dir"] == str(tmp_path.resolve())
     assert 0 <= summary["metrics"]["test/acc"] <= 1 and summary["metrics"]["model/params"] > 1000
     assert (tmp_path / "checkpoints" / "best.ckpt").is_file()
+    assert summary["schema"] == SCHEMA == 2
+    assert 0 <= summary["metrics"]["test/acc_final"] <= 1  # the final weights, one more test pass
+    shares = summary["data"]["majority_share"]
+    assert set(shares) == {"train", "val", "test"} and all(0 < share <= 1 for share in shares.values())
 
 
 def test_csv_logger_writes_every_metric(data_root, tmp_path):
@@ -82,6 +88,7 @@ def test_csv_logger_writes_every_metric(data_root, tmp_path):
         "val/acc_best",
         "test/loss",
         "test/acc",
+        "test/acc_final",
         *PERF_KEYS,
     ):
         assert columns.get(key), key
@@ -262,3 +269,39 @@ def test_damaged_prepared_data_fails_before_training_with_the_rebuild_command(
     assert summary["status"] == "failed" and "\n" not in summary["error"]
     assert message in summary["error"] and "tests/conftest.py" in summary["error"]  # the set's command
     assert summary["metrics"]["train/steps"] is None and not (tmp_path / "out" / "checkpoints").exists()
+
+
+class FakeCudaEvent:
+    """Stands in for ``torch.cuda.Event``: recorded at a clock that ticks 1 ms a call, ``done`` when
+    the (imaginary) device has reached it."""
+
+    clock_ms = 0.0
+
+    def __init__(self, enable_timing: bool) -> None:
+        self.at_ms = 0.0
+        self.done = False
+
+    def record(self) -> None:
+        FakeCudaEvent.clock_ms += 1
+        self.at_ms = FakeCudaEvent.clock_ms
+
+    def query(self) -> bool:
+        return self.done
+
+    def synchronize(self) -> None:
+        self.done = True
+
+    def elapsed_time(self, end: FakeCudaEvent) -> float:
+        return end.at_ms - self.at_ms
+
+
+def test_step_timer_reads_completed_steps_at_once_and_keeps_only_the_rest_pending():
+    timer = StepTimer(on_cuda=True, event_type=FakeCudaEvent)
+    for _ in range(3):
+        timer.start()
+        timer.stop()
+    for begin, end in list(timer.pending)[:2]:  # the device has finished the first two steps
+        begin.done = end.done = True
+    timer.drain()
+    assert timer.seconds == [0.001, 0.001] and len(timer.pending) == 1
+    assert timer.all_seconds() == [0.001] * 3 and not timer.pending  # waits for the last step

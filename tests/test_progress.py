@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lra import report
-from lra.progress import ACTIVE_SECONDS
+from lra.report.cli import main
+from lra.report.progress import ACTIVE_SECONDS
 
 
 def job(sweep: Path, name: str, attention: str, landmarks: int, status: str | None, age_s: float = 0) -> Path:
@@ -46,7 +46,7 @@ def test_progress_counts_each_state_per_task_and_attention(tmp_path, capsys):
     job(sweep, "4_listops-skyformer-num_landmarks=8-s0", "skyformer", 8, "nan")
     job(sweep, "5_listops-skyformer-num_landmarks=8-s1", "skyformer", 8, "failed")
 
-    assert report.main(["--progress", "--runs", str(sweep)]) == 0
+    assert main(["--progress", "--runs", str(sweep)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "| task | attention | completed | running | interrupted | failed |"
     assert lines[2:] == [
@@ -60,4 +60,4 @@ def test_progress_counts_each_state_per_task_and_attention(tmp_path, capsys):
 
 def test_progress_of_a_folder_without_jobs_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="no job folders"):
-        report.main(["--progress", "--runs", str(tmp_path)])
+        main(["--progress", "--runs", str(tmp_path)])

@@ -2,54 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from report_summaries import write_summary
 
-from lra import report
-from lra.published import ACCURACY
+from lra.report.cli import main
+from lra.report.published import ACCURACY
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-DEFAULT_PROTOCOL = {"schedule": "warmup_linear", "clip": "norm", "clip_value": 1.0, "select_after": 0.0}
 SKYFORMER_PROTOCOL = {"schedule": "one_cycle", "clip": "value", "clip_value": 1.0, "select_after": 0.2}
-
-
-def write_summary(
-    folder: Path,
-    task: str,
-    attention: str,
-    seed: int,
-    acc: float | None,
-    *,
-    status: str = "completed",
-    error: str | None = None,
-    train_time_s: float = 3600.0,
-    finished: str = "2025-01-01T10:00:00",
-    config: dict | None = None,
-    protocol: dict | None = None,
-    data: dict | None = None,
-) -> None:
-    metrics = {"perf/train_time_s": train_time_s, "perf/peak_rss_mb": 2048.0, "train/steps": 100}
-    if acc is not None:
-        metrics["test/acc"] = acc
-    summary = {
-        "task": task,
-        "attention": attention,
-        "seed": seed,
-        "status": status,
-        "error": error,
-        "metrics": metrics,
-        "config": config or {"attention": {"name": attention}},
-        "device": "cpu (test)",
-        "started": "2025-01-01T09:00:00",
-        "finished": finished,
-        "protocol": protocol or DEFAULT_PROTOCOL,
-        "data": data,
-    }
-    run_dir = folder / f"{task}-{attention}-s{seed}-{finished}"
-    run_dir.mkdir(parents=True)
-    (run_dir / "summary.json").write_text(json.dumps(summary))
 
 
 # nystrom: all five tasks, three seeds each (fractions as the harness writes them)
@@ -92,7 +54,7 @@ def runs(tmp_path: Path) -> Path:
 
 
 def table_row(text: str, label: str) -> list[str]:
-    section = text.split("## Test accuracy (%)")[1].split("## Published")[0]
+    section = text.split("## Test accuracy (%)")[1].split("\n## ")[0]
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if cells[0] == label:
@@ -102,7 +64,7 @@ def table_row(text: str, label: str) -> list[str]:
 
 def test_mean_std_seed_count_and_average(runs: Path):
     out = runs / "results"
-    assert report.main(["--runs", str(runs / "outputs"), str(runs / "multirun"), "--out", str(out)]) == 0
+    assert main(["--runs", str(runs / "outputs"), str(runs / "multirun"), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom") == [
         "35.00 ± 5.00 (3)",
@@ -127,9 +89,9 @@ def test_mean_std_seed_count_and_average(runs: Path):
 
 def test_failed_jobs_are_listed_apart_and_not_counted(runs: Path):
     out = runs / "results"
-    report.main(["--runs", str(runs), "--out", str(out)])
+    main(["--runs", str(runs), "--out", str(out)])
     text = (out / "lra_table.md").read_text()
-    accuracy = text.split("## Test accuracy (%)")[1].split("## Published")[0]
+    accuracy = text.split("## Test accuracy (%)")[1].split("\n## ")[0]
     assert "skyformer" not in accuracy and "performer" not in accuracy and "reformer" not in accuracy
     failed = text.split("## Failed, NaN and interrupted jobs")[1].split("##")[0]
     assert "| text | skyformer | 0 | failed | RuntimeError: boom |" in failed
@@ -142,15 +104,18 @@ def test_failed_jobs_are_listed_apart_and_not_counted(runs: Path):
 
 def test_time_table_in_hours_and_published_numbers_beside(runs: Path):
     out = runs / "results"
-    report.main(["--runs", str(runs), "--out", str(out)])
+    main(["--runs", str(runs), "--out", str(out)])
     text = (out / "lra_table.md").read_text()
-    # nystrom listops: 1800, 3600, 5400 s -> 1.000 ± 0.500 h
-    assert "| nystrom | 1.000 ± 0.500 (3), 100 steps |" in text
-    assert "2.00 (CPU peak RSS)" in text
+    # Skyformer Table 2's layout: nystrom text (its first column): 1800, 3600, 5400 s -> 1.000 ± 0.500 h,
+    # beside the paper's 0.71 h; ratios to each side's standard
+    assert "| nystrom | 1.000 ± 0.500 (3) ×1.00 / 0.71 ×0.17 |" in text
+    assert "Our runs trained 100 steps" in text
+    assert "ours: CPU peak RSS" in text and "| nystrom | 2.00 ± 0.00 (3) ×1.00 / 1.21 ×0.12 |" in text
     for table in ACCURACY:
         assert table.paper in text
-    assert "| skyformer | 38.69 | 64.70 | 82.06 | 40.77 | 70.73 | 59.39* |" in text  # average computed here
-    assert "| standard | 36.37 | 64.27 | 57.46 | 42.44 | 71.40 | 54.39 |" in text  # as printed
+    # the AVG the paper prints (Skyformer Table 1, its column order), ours beside each figure
+    assert "| skyformer | — / 64.70 | — / 38.69 | — / 82.06 | — / 70.73 | — / 40.77 | — / 59.39 |" in text
+    assert "| standard | 38.00 ± 1.41 (2) / 36.37 | 65.50 (1) / 64.27 | — / 57.46 |" in text  # LRA paper
     assert "`attention.name`" in text and "test/acc" in text  # the W&B grouping
     assert f"python -m lra.report --runs {runs} --out {out}" in text
 
@@ -158,9 +123,9 @@ def test_time_table_in_hours_and_published_numbers_beside(runs: Path):
 def test_no_runs_is_a_clear_error(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="python -m lra task="):
-        report.main(["--runs", str(tmp_path / "empty"), "--out", str(tmp_path / "results")])
+        main(["--runs", str(tmp_path / "empty"), "--out", str(tmp_path / "results")])
     with pytest.raises(SystemExit):
-        report.main(["--runs", str(tmp_path / "does-not-exist")])
+        main(["--runs", str(tmp_path / "does-not-exist")])
 
 
 def test_runs_on_another_prepared_set_get_their_own_row(tmp_path: Path):
@@ -169,7 +134,7 @@ def test_runs_on_another_prepared_set_get_their_own_row(tmp_path: Path):
     write_summary(tmp_path, "listops", "nystrom", 0, 0.50, config=demo)
     write_summary(tmp_path, "listops", "nystrom", 0, 0.30, config=lra_set, finished="2025-01-02T10:00:00")
     out = tmp_path / "results"
-    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom (dataset=listops-demo)")[0] == "50.00 (1)"
     assert table_row(text, "nystrom")[0] == "30.00 (1)"
@@ -180,7 +145,7 @@ def test_runs_trained_under_other_protocols_get_their_own_rows_and_the_header_sa
     write_summary(tmp_path, "listops", "nystrom", 1, 0.40, finished="2025-01-02T10:00:00")
     write_summary(tmp_path, "listops", "nystrom", 0, 0.50, protocol=SKYFORMER_PROTOCOL, finished="2025-01-03")
     out = tmp_path / "results"
-    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert "training protocols differ between these runs" in text
     assert "  - one_cycle, clip value 1.0, best after 20%: 1 run(s)" in text
@@ -193,7 +158,7 @@ def test_runs_trained_under_other_protocols_get_their_own_rows_and_the_header_sa
 
 
 def test_one_protocol_is_named_in_the_header(runs: Path, tmp_path: Path):
-    assert report.main(["--runs", str(runs), "--out", str(tmp_path / "results")]) == 0
+    assert main(["--runs", str(runs), "--out", str(tmp_path / "results")]) == 0
     text = (tmp_path / "results" / "lra_table.md").read_text()
     assert "- training protocol: warmup_linear, clip norm 1.0, best of all evaluations" in text
 
@@ -209,7 +174,7 @@ def test_generated_data_gets_its_own_marked_row_and_no_lra_average(tmp_path: Pat
     for task in ("text", "retrieval", "image", "pathfinder"):
         write_summary(tmp_path, task, "nystrom", 0, 0.50)
     out = tmp_path / "results"
-    assert report.main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom")[0] == "38.00 (1)"  # the release run alone, averaged over five tasks
     assert table_row(text, "nystrom")[-1] == f"{(38 + 4 * 50) / 5:.2f}"

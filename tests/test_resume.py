@@ -20,6 +20,7 @@ from conftest import compose_config, smoke_overrides, tiny_data_overrides
 from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
+from lra.outcome import SIGTERM_EXIT_STATUS
 from lra.resume import (
     POINTER_FILE,
     RUN_FILE,
@@ -28,7 +29,7 @@ from lra.resume import (
     plan_run,
 )
 from lra.resume import run_folders as runs_under
-from lra.train import SIGTERM_EXIT_STATUS, run
+from lra.train import run
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS, EVAL_EVERY, SIGNAL_STEP = 12, 4, 6
@@ -220,6 +221,15 @@ def test_resume_auto_picks_the_newest_unfinished_run_of_the_same_config(data_roo
         fresh = plan_run(in_process(data_root, "resume=auto", "seed=7"), tmp_path / "new", roots)
     assert fresh.directory == tmp_path / "new" and fresh.checkpoint is None
     assert "no unfinished run of this config" in caplog.text and "starting afresh" in caplog.text
+
+
+def test_runs_are_matched_by_their_recorded_fingerprint(data_root, tmp_path):
+    config = comparable_config(in_process(data_root, "resume=auto"))
+    folder = fake_run(tmp_path, "recorded", config, "interrupted", True, 100)
+    assert find_unfinished_run(runs_under([tmp_path]), config) == folder  # no fingerprint: its config's
+    record = json.loads((folder / RUN_FILE).read_text())
+    (folder / RUN_FILE).write_text(json.dumps({**record, "fingerprint": "another job"}))
+    assert find_unfinished_run(runs_under([tmp_path]), config) is None  # the same config, another hash
 
 
 def test_resuming_a_completed_run_is_refused(data_root, tmp_path):

@@ -1,24 +1,23 @@
-"""``python -m lra.bench efficiency|fidelity|train-speed [options]``: see each sub-command's ``--help``."""
+"""``python -m lra.bench COMMAND [options]``: see each command's ``--help``.
+
+``COMMANDS`` maps a command's name to its module; a command module has ``HELP`` (one line) and
+``configure(parser)``, which adds its arguments and returns ``run(args, argv)``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from lra.bench import efficiency, fidelity, train_speed
+from lra.bench import compare, efficiency, fidelity, train_speed
 
-# sub-command -> (help, configure(parser) -> run(args, argv))
-COMMANDS = {
-    "efficiency": ("time and peak memory of forward+backward against sequence length", efficiency.configure),
-    "fidelity": (
-        "relative spectral-norm error of approximate attentions against exact ones",
-        fidelity.configure,
-    ),
-    "train-speed": (
-        "median full training step per task × attention, projected to a run, beside Skyformer Table 2",
-        train_speed.configure,
-    ),
+COMMANDS: dict[str, ModuleType] = {
+    "compare": compare,
+    "efficiency": efficiency,
+    "fidelity": fidelity,
+    "train-speed": train_speed,
 }
 
 
@@ -26,9 +25,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m lra.bench", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    runners = {}
-    for name, (help_text, configure) in COMMANDS.items():
-        runners[name] = configure(subparsers.add_parser(name, help=help_text, description=help_text))
+    runners = {
+        name: module.configure(subparsers.add_parser(name, help=module.HELP, description=module.HELP))
+        for name, module in COMMANDS.items()
+    }
     args = parser.parse_args(argv)
     try:
         runners[args.command](args, argv[1:])

@@ -19,7 +19,7 @@ beside the approximation, not part of it). Cores with trainable parameters after
 (Linformer's projections) are left out: before training their output approximates nothing.
 
 Errors and the sweep: ``lra.bench.fidelity_measure``; checkpoint inputs: ``lra.bench.fidelity_checkpoint``;
-files: ``lra.bench.fidelity_output``.
+tables and plot: ``lra.bench.fidelity_tables``.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ import torch
 import attention_zoo
 from lra.bench.fidelity_checkpoint import checkpoint_core_inputs, truncated_inputs
 from lra.bench.fidelity_measure import measured_cores, random_trials, sweep
-from lra.bench.fidelity_output import write_markdown, write_plot, write_rows
-from lra.provenance import rerun_command
+from lra.bench.fidelity_tables import CSV_COLUMNS, page, write_plot
+from lra.bench.output import Outputs
 
+HELP = "relative spectral-norm error of approximate attentions against exact ones"
 DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096)
 DEFAULT_BUDGETS = (16, 32, 64, 128, 256)
 DEFAULT_OVERRIDES = ("nystrom.conv_kernel_size=None",)
@@ -85,10 +86,10 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
 
 
 def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    device = torch.device("cpu")
     args.lengths, args.budgets = sorted(args.lengths), sorted(args.budgets)
     args.set = args.set or list(DEFAULT_OVERRIDES)
     overrides = parse_overrides(args.set)
+    outputs = Outputs.start(args.out, "fidelity", torch.device("cpu"), ["fidelity", *argv])
     names, left_out = measured_cores(overrides, args.head_dim, args.heads)
     sweep_args = (names, overrides, args.lengths, args.budgets)
     rows = sweep(
@@ -101,9 +102,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         rows += sweep(
             *sweep_args, lambda n: [(qkv, args.seeds) for qkv in truncated_inputs(captured, n)], "checkpoint"
         )
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_rows(args.out / f"fidelity_{device.type}.csv", rows)
-    command = rerun_command("lra.bench", ["fidelity", *argv])
-    write_markdown(args.out / f"fidelity_{device.type}.md", rows, args, left_out, device, command)
-    write_plot(args.out / f"fidelity_{device.type}.png", rows, args.lengths, args.budgets)
-    print(f"wrote {args.out}/fidelity_{device.type}.{{csv,md,png}}")
+    outputs.write_csv(CSV_COLUMNS, rows)
+    outputs.write_page(*page(rows, args, left_out))
+    write_plot(outputs, rows, args.lengths, args.budgets)
+    outputs.announce("csv,md,png")

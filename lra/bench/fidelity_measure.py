@@ -1,21 +1,17 @@
-"""Measuring the fidelity benchmark: the relative spectral-norm error of each approximate core against
-its exact counterpart, over budgets and lengths.
-
-For every core whose registry entry names the exact attention it ``approximates``, the error of one
-(batch, head) output matrix is ‖Â − A‖₂ / ‖A‖₂ (Â = approximate core(q, k, v), A = exact core(q, k, v),
-both (seq_len, head_dim)), reported as mean and standard deviation over every (input, batch, head,
-seed) matrix, against the core's ``budget_option`` (landmarks, random features) and the length.
-"""
+"""Measuring the fidelity benchmark (``lra.bench.fidelity``): one ``FidelityRow`` per core, budget,
+length and input source, the mean and std of ‖Â − A‖₂ / ‖A‖₂ over its matrices."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
 import attention_zoo
+from lra.bench.isolation import Runner
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # each (batch, heads, seq, head_dim)
 Trial = tuple[QKV, list[int]]  # inputs and the seeds of the cores' own randomness to run them under
@@ -92,6 +88,31 @@ def random_trials(seq_len: int, batch: int, heads: int, head_dim: int, seeds: Se
     return trials
 
 
+def format_progress(row: FidelityRow) -> str:
+    budget = f"{row.budget_option or 'defaults'}={row.budget or '-'}"
+    return (
+        f"[{row.source}] {row.attention:10} vs {row.exact:10} n={row.seq_len:5} {budget}: "
+        f"{row.error_mean:.4f} ± {row.error_std:.4f} ({row.samples})"
+    )
+
+
+def measure(
+    config: tuple[str, int | None], options: dict[str, object], trials: Sequence[Trial], source: str
+) -> FidelityRow:
+    """The row of core ``name`` at ``budget`` (config) on ``trials`` of one length, from ``source``."""
+    name, budget = config
+    entry = attention_zoo.spec(name)
+    option = entry.budget_option
+    with torch.no_grad():
+        errors = errors_on(name, {**options, **({option: budget} if option else {})}, trials)
+    std = statistics.stdev(errors.tolist()) if errors.numel() > 1 else 0.0
+    seq_len = trials[0][0][0].shape[2]
+    return FidelityRow(
+        name, entry.approximates, option or "", budget, seq_len, source, errors.mean().item(), std,
+        errors.numel(),
+    )  # fmt: skip
+
+
 def sweep(
     names: Sequence[str],
     overrides: dict[str, dict[str, object]],
@@ -108,21 +129,11 @@ def sweep(
             print(f"[{source}] n={seq_len}: no input this long, left out", flush=True)
             continue
         for name in names:
-            entry = attention_zoo.spec(name)
-            option = entry.budget_option
-            for budget in [b for b in budgets if b <= seq_len] if option else [None]:
-                options = {**overrides.get(name, {}), **({option: budget} if option else {})}
-                with torch.no_grad():
-                    errors = errors_on(name, options, trials)
-                std = statistics.stdev(errors.tolist()) if errors.numel() > 1 else 0.0
-                row = FidelityRow(
-                    name, entry.approximates, option or "", budget, seq_len, source,
-                    errors.mean().item(), std, errors.numel(),
-                )  # fmt: skip
-                rows.append(row)
-                print(
-                    f"[{source}] {name:10} vs {row.exact:10} n={seq_len:5} {option or 'defaults'}="
-                    f"{budget or '-'}: {row.error_mean:.4f} ± {row.error_std:.4f} ({row.samples})",
-                    flush=True,
-                )
+            option = attention_zoo.spec(name).budget_option
+            configs = [(name, b) for b in budgets if b <= seq_len] if option else [(name, None)]
+            runner = Runner(
+                partial(measure, options=overrides.get(name, {}), trials=trials, source=source),
+                format_progress,
+            )
+            rows += runner.run_all(configs)
     return rows

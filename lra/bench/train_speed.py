@@ -5,40 +5,148 @@ attention, the module of ``python -m lra task=T attention=A [--overrides ...]`` 
 composed Hydra config and trained on a random batch of that shape (``lra.bench.train_step``); the
 median of ``--steps`` timed steps after ``--warmup`` untimed ones is projected to the config's
 ``trainer.max_steps`` (50k) and put beside the Skyformer paper's Table 2 (hours on one V100). CUDA:
-bf16 autocast, synchronised timing, ``max_memory_allocated``; CPU: 32-bit, wall time, peak RSS, few
-steps by default (a step at these shapes takes seconds). Like the efficiency benchmark, each CPU
-configuration runs in a fresh subprocess by default (``lra.bench.isolation``), so that one that runs
-out of memory or time is a row (``oom``, ``timeout``), not a crash. Rows: ``lra.bench.train_speed_measure``;
-files ``results/train_speed_<device>.{csv,md}``: ``lra.bench.train_speed_output``.
-
-``python -m lra.bench.train_speed CONFIG_JSON [--mem-limit-mb N]`` is the worker that measures one
-configuration in such a subprocess.
+synchronised timing, ``max_memory_allocated``; CPU: wall time, peak RSS, few steps by default (a step
+at these shapes takes seconds). Like the efficiency benchmark, each CPU configuration runs in a fresh
+subprocess by default (``lra.bench.isolation``), so that one that runs out of memory or time is a row
+(``oom``, ``timeout``), not a crash. Table and page: ``lra.bench.train_speed_table``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-import attention_zoo
-from lra.bench.isolation import add_isolation_arguments, runner, settle_isolation, worker_main
-from lra.bench.timing import default_device
-from lra.bench.train_speed_measure import (
-    WORKER,
-    TrainSpeedConfig,
-    format_progress,
-    measure,
-    measure_as_json,
-    measure_in_subprocess,
-)
-from lra.bench.train_speed_output import write_markdown, write_rows
-from lra.provenance import machine_description, rerun_command
-from lra.published import TASKS
+import torch
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
+import attention_zoo
+from lra.bench.isolation import add_run_arguments, isolated_runner
+from lra.bench.output import Outputs
+from lra.bench.timing import Failure, StepTimes, default_device, measure_step
+from lra.bench.train_speed_table import CSV_COLUMNS, page, paper_hours
+from lra.bench.train_step import HarnessStep, documents, job_config, precision
+from lra.checks import check_config
+from lra.report.published import TASKS
+
+HELP = "median full training step per task × attention, projected to a run, beside Skyformer Table 2"
 # device type -> (timed steps, warm-up steps) when --steps / --warmup are not given
 DEFAULT_STEPS = {"cpu": (3, 1), "cuda": (20, 5)}
+
+
+@dataclass(frozen=True)
+class TrainSpeedConfig:
+    """One measured configuration: ``python -m lra task=TASK attention=ATTENTION OVERRIDES``, timed."""
+
+    task: str
+    attention: str
+    overrides: tuple[str, ...] = ()
+    device: str = "cpu"
+    warmup: int = 1
+    steps: int = 3
+    threads: int | None = None
+
+    def compose(self) -> DictConfig:
+        """The composed job config (``lra.bench.train_step.job_config``) of a run on ``device``: the
+        trainer's accelerator is the device's (``cpu`` or ``gpu``, so that its default precision is
+        the one such a run gets) unless an override sets it."""
+        accelerator = "gpu" if torch.device(self.device).type == "cuda" else "cpu"
+        return job_config(self.task, self.attention, [f"trainer.accelerator={accelerator}", *self.overrides])
+
+    def compose_checked(self) -> DictConfig:
+        """``compose`` after the harness's own checks; a ``ValueError`` says what is wrong."""
+        try:
+            cfg = self.compose()
+        except (HydraException, OmegaConfBaseException) as error:
+            message = str(error).split("\nConfig search path")[0]  # Hydra appends its search path
+            raise ValueError(f"task={self.task} attention={self.attention}: {message}") from None
+        check_config(cfg)  # a ConfigError (a ValueError) naming the key
+        precision(cfg, torch.device(self.device))  # a ValueError for a precision not measured here
+        return cfg
+
+
+@dataclass(frozen=True)
+class TrainSpeedRow:
+    """One CSV row; ``run_steps`` is the config's ``trainer.max_steps``, the run the projection is for."""
+
+    task: str
+    attention: str
+    batch: int
+    seq_len: int
+    documents: int
+    run_steps: int
+    step_ms: float | None
+    peak_mem_mb: float | None
+    status: str
+    detail: str = ""
+    timed_steps: int = 0
+    load_1min: float | None = None  # the machine's load average when the measurement started
+    precision: str = ""  # the config's trainer.precision, which the step ran under
+
+    @property
+    def samples_per_s(self) -> float | None:
+        """Examples (pairs of documents for retrieval) per second at the median step."""
+        return None if self.step_ms is None else 1000 * self.batch / self.step_ms
+
+    @property
+    def projected_hours(self) -> float | None:
+        """The median step × ``run_steps``, in hours (training steps only: no evaluation, no data loading)."""
+        return None if self.step_ms is None else self.step_ms * self.run_steps / 3_600_000
+
+    @property
+    def paper_hours(self) -> float | None:
+        """Skyformer Table 2's hours for this task × attention (whole run, one V100), where it has them."""
+        return paper_hours(self.attention, self.task)
+
+
+def row_for(
+    config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failure, load_1min: float
+) -> TrainSpeedRow:
+    """The row of ``config`` (its shape from the composed ``cfg``) with ``result``'s figures or failure."""
+    shape = (config.task, config.attention, cfg.task.batch_size, cfg.task.seq_len, documents(cfg.task))
+    notes = {"load_1min": load_1min, "precision": str(cfg.trainer.precision)}
+    if isinstance(result, Failure):
+        return TrainSpeedRow(*shape, cfg.trainer.max_steps, None, None, result.status, result.detail, **notes)
+    return TrainSpeedRow(
+        *shape, cfg.trainer.max_steps, result.median_ms, result.peak_mb, "ok",
+        timed_steps=len(result.times_ms), **notes,
+    )  # fmt: skip
+
+
+def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
+    """Build ``config``'s module, run ``warmup`` steps, then the median of ``steps`` timed ones."""
+    load_1min = os.getloadavg()[0]
+    device = torch.device(config.device)
+    cfg = config.compose()
+    result = measure_step(
+        partial(HarnessStep.build, cfg, device),
+        device,
+        warmup=config.warmup,
+        repeats=config.steps,
+        threads=config.threads,
+    )
+    return row_for(config, cfg, result, load_1min)
+
+
+def failed(config: TrainSpeedConfig, failure: Failure) -> TrainSpeedRow:
+    """The row of a configuration whose subprocess gave no result; its load is the one at its end."""
+    return row_for(config, config.compose(), failure, os.getloadavg()[0])
+
+
+def format_progress(row: TrainSpeedRow) -> str:
+    figures = (
+        f"{row.step_ms:9.1f} ms/step {row.samples_per_s:8.1f} samples/s {row.projected_hours:8.2f} h "
+        f"{row.peak_mem_mb:9.1f} MB ({row.timed_steps} timed)"
+        if row.status == "ok"
+        else f"{row.status.upper()} {row.detail}"
+    )
+    where = f"[{row.task:10}] {row.attention:10} batch={row.batch} n={row.seq_len}×{row.documents}"
+    return f"{where}, load {row.load_1min:.1f}: {figures}"
 
 
 def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
@@ -49,8 +157,6 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
     parser.add_argument(
         "--warmup", type=int, default=None, help="untimed steps first (default: 1 CPU, 5 CUDA)"
     )
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument(
         "--overrides",
         nargs="+",
@@ -59,14 +165,13 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
         help="extra Hydra overrides of every configuration, as `python -m lra` takes them "
         "(e.g. experiment=skyformer features=128 task.seq_len=256)",
     )
-    add_isolation_arguments(parser, timeout_s=900)
+    add_run_arguments(parser, timeout_s=900)
     parser.add_argument("--out", type=Path, default=Path("results"))
     return run
 
 
 def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
     device = default_device(args.device)
-    machine = machine_description(device)  # before any measurement changes torch's thread count
     steps, warmup = DEFAULT_STEPS[device.type]
     args.steps = steps if args.steps is None else args.steps
     args.warmup = warmup if args.warmup is None else args.warmup
@@ -81,18 +186,8 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
     ]
     for config in configs:  # a bad task, attention or override is a usage error before anything runs
         config.compose_checked()
-    settle_isolation(args, device)
-    run_one = runner(args, measure, measure_in_subprocess)
-    rows = []
-    for config in configs:
-        rows.append(run_one(config))
-        print(format_progress(rows[-1]), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_rows(args.out / f"train_speed_{device.type}.csv", rows)
-    command = rerun_command("lra.bench", ["train-speed", *argv])
-    write_markdown(args.out / f"train_speed_{device.type}.md", rows, args, device, machine, command)
-    print(f"wrote {args.out}/train_speed_{device.type}.{{csv,md}}")
-
-
-if __name__ == "__main__":
-    worker_main(sys.argv[1:], WORKER, measure_as_json)
+    outputs = Outputs.start(args.out, "train_speed", device, ["train-speed", *argv])
+    rows = isolated_runner(args, device, measure, format_progress, failed).run_all(configs)
+    outputs.write_csv(CSV_COLUMNS, rows)
+    outputs.write_page(*page(rows, args, device))
+    outputs.announce("csv,md")

@@ -3,8 +3,8 @@
 ``job_config(task, attention, overrides)`` composes the real Hydra config of ``python -m lra task=T
 attention=A OVERRIDES``; ``HarnessStep.build(cfg, device)`` builds its LightningModule with
 ``lra.train.build_module``, and calling it runs one step the way Lightning's automatic optimisation
-does: ``optimizer.zero_grad()``, ``loss = module.training_step(batch, i)`` (under bf16
-autocast on CUDA, as the harness's ``bf16-mixed`` precision; 32-bit on CPU), ``loss.backward()``,
+does: ``optimizer.zero_grad()``, ``loss = module.training_step(batch, i)`` (under the autocast of the
+config's ``trainer.precision``: bf16 for ``bf16-mixed``, none for ``32-true``), ``loss.backward()``,
 gradient clipping through the module's ``configure_gradient_clipping`` hook, ``optimizer.step()``,
 then the step-interval schedulers. The optimizer and schedulers are the module's own
 ``configure_optimizers()``, parsed by the function the Trainer itself calls
@@ -24,8 +24,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import lightning as L
 import torch
@@ -88,11 +89,24 @@ def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
         lightning_logger.setLevel(level)
 
 
-def precision(device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast on CUDA (the harness's ``bf16-mixed``), nothing (32-bit) elsewhere."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+# the Trainer's precision -> the autocast dtype of the training step (None: 32-bit, no autocast)
+AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {
+    "32-true": None,
+    "32": None,
+    "bf16-mixed": torch.bfloat16,
+    "16-mixed": torch.float16,  # Lightning also scales the loss; its scaler's cost is not in the step here
+}
+
+
+def precision(cfg: DictConfig, device: torch.device) -> contextlib.AbstractContextManager:
+    """The autocast of ``cfg.trainer.precision`` on ``device``, as Lightning's mixed precision applies it."""
+    setting = str(cfg.trainer.precision)
+    if setting not in AUTOCAST_DTYPES:
+        raise ValueError(
+            f"trainer.precision={setting!r} is not measured here; valid: {', '.join(AUTOCAST_DTYPES)}"
+        )
+    dtype = AUTOCAST_DTYPES[setting]
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
 
 
 @contextlib.contextmanager
@@ -108,6 +122,7 @@ class HarnessStep:
     """A full training step of a harness module on a fixed batch: ``HarnessStep.build(cfg, device)()``.
 
     ``batch``: ``random_batch(cfg.task)``; ``schedulers``: Lightning's parsed scheduler configs;
+    ``autocast()``: the context of ``precision(cfg, device)`` around ``training_step``;
     ``steps_done``: how many steps ran (the ``batch_idx`` of the next ``training_step``).
     """
 
@@ -116,7 +131,7 @@ class HarnessStep:
     optimizer: torch.optim.Optimizer
     schedulers: list[LRSchedulerConfig]
     batch: Batch
-    device: torch.device
+    autocast: Callable[[], contextlib.AbstractContextManager]
     steps_done: int = 0
 
     @classmethod
@@ -127,11 +142,12 @@ class HarnessStep:
         trainer = barebones_trainer(cfg, device)
         module.trainer = trainer
         [optimizer], schedulers = _init_optimizers_and_lr_schedulers(module)
-        return cls(module, trainer, optimizer, schedulers, random_batch(cfg.task, device), device)
+        batch = random_batch(cfg.task, device)
+        return cls(module, trainer, optimizer, schedulers, batch, partial(precision, cfg, device))
 
     def __call__(self) -> None:
         self.optimizer.zero_grad()
-        with precision(self.device), barebones_logging():
+        with self.autocast(), barebones_logging():
             loss = self.module.training_step(self.batch, self.steps_done)
         loss.backward()
         self.module.configure_gradient_clipping(

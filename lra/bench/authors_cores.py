@@ -1,0 +1,176 @@
+"""The authors' attention implementations beside ours, for ``python -m lra.bench compare --against authors``.
+
+Loaded from a user's checkout of github.com/pkuzengqi/Skyformer (its ``src/`` goes on ``sys.path``,
+its ``models.attention_*`` modules are imported as they are; none of their code is in this
+repository) and from ``transformers`` (``LongformerSelfAttention``, an optional import). Each is
+built with the settings of the Skyformer code's LRA configs (128 features; BigBird blocks of 64
+with 3 random blocks) and paired with our core under the same settings. Their classes take
+q, k, v: (B, H, N, D) and a float mask (B, N), 1 at real tokens. Longformer has no entry point for
+given q, k, v, so it is compared as a layer: x (B, N, H·D) -> (B, N, H·D), their three projections
+and ours (``MultiHeadSelfAttention``), each followed by one output projection.
+
+A core that cannot be compared (not registered here, options that do not fit, the authors' module
+failing to import, transformers missing) is one line of ``skipped``, not an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+import attention_zoo
+from lra.bench.compare import Pair
+from lra.bench.previous_cores import random_inputs
+
+Shape = tuple[int, int, int, int]  # (B, H, N, D)
+
+
+@dataclass(frozen=True)
+class AuthorsCore:
+    """Their class ``module.name`` with ``config`` (plus head_dim, num_head, max_seq_len), ours with
+    ``ours`` (a callable of the shape for options that depend on it)."""
+
+    module: str
+    name: str
+    config: dict[str, Any]
+    ours: dict[str, Any] | Callable[[Shape], dict[str, Any]] = field(default_factory=dict)
+
+
+def informer_options(shape: Shape) -> dict[str, Any]:
+    """Our informer's budget option at the authors' 128 features."""
+    return {attention_zoo.spec("informer").budget_option: 128}
+
+
+AUTHORS = {
+    "nystrom": AuthorsCore(
+        "models.attention_nystrom",
+        "NystromAttention",
+        {"num_landmarks": 128},
+        {"num_landmarks": 128, "conv_kernel_size": None},
+    ),
+    "skyformer": AuthorsCore(
+        "models.attention_skyformer",
+        "Skyformer",
+        {
+            "nb_features": 128,
+            "sketched_kernel": "kernel_RS_RBF",
+            "accumulation": 1,
+            "sampling_factor": 4,
+            "no_projection": False,
+            "device": "cpu",
+        },
+        {"num_landmarks": 128},
+    ),
+    "performer": AuthorsCore(
+        "models.attention_performer",
+        "PerformerAttention",
+        {"rp_dim": 128, "kernel_type": "exp"},
+        {"num_features": 128, "temperature": "d", "feature_epsilon": 1e-4},
+    ),
+    "bigbird": AuthorsCore(
+        "models.attention_bigbird",
+        "BigBirdAttention",
+        {"num_random_blocks": 3, "block_size": 64},
+        {"num_random_blocks": 3, "block_size": 64},
+    ),
+    "informer": AuthorsCore(
+        "models.attention_informer", "ProbAttention", {"in_nb_features": 128}, informer_options
+    ),
+}
+LONGFORMER_WINDOW = 257  # 128 tokens on each side: Nyströmformer Table 1's Longformer-257
+
+
+def with_float_mask(module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor):
+    """Their calling convention: the mask as floats, 1 at real tokens."""
+    return module(q, k, v, mask.float())
+
+
+def core_pair(label: str, spec: AuthorsCore, shape: Shape) -> Pair:
+    batch, heads, length, head_dim = shape
+    config = {"head_dim": head_dim, "num_head": heads, "max_seq_len": length, "attention_dropout": 0.0}
+    theirs = getattr(importlib.import_module(spec.module), spec.name)(config | spec.config).eval()
+    options = spec.ours(shape) if callable(spec.ours) else spec.ours
+    ours = attention_zoo.build_attention(label, head_dim=head_dim, num_heads=heads, seq_len=length, **options)
+    weights = (*ours.parameters(), *ours.buffers(), *theirs.parameters(), *theirs.buffers())
+    return Pair(label, ours.eval(), partial(with_float_mask, theirs), partial(random_inputs, shape), weights)
+
+
+class TheirLongformerLayer(nn.Module):
+    """transformers' ``LongformerSelfAttention`` (no global tokens) and an output projection:
+    x (B, N, dim), mask (B, N) bool -> (B, N, dim)."""
+
+    def __init__(self, dim: int, heads: int, window: int) -> None:
+        super().__init__()
+        from transformers import LongformerConfig
+        from transformers.models.longformer.modeling_longformer import LongformerSelfAttention
+
+        config = LongformerConfig(
+            hidden_size=dim,
+            num_attention_heads=heads,
+            attention_window=[window - 1],
+            attention_probs_dropout_prob=0.0,
+        )
+        self.attention = LongformerSelfAttention(config, layer_id=0)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        blocked = torch.finfo(x.dtype).min  # their convention: -10000-like at padding, 0 local, > 0 global
+        attention_mask = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(~mask, blocked)
+        no_global = torch.zeros_like(mask)
+        out = self.attention(
+            x, attention_mask, is_index_masked=~mask, is_index_global_attn=no_global, is_global_attn=False
+        )[0]
+        return self.out(out)
+
+
+def layer_inputs(shape: Shape) -> tuple[torch.Tensor, torch.Tensor]:
+    batch, heads, length, head_dim = shape
+    x = torch.randn(batch, length, heads * head_dim, generator=torch.Generator().manual_seed(0))
+    return x.requires_grad_(True), torch.ones(batch, length, dtype=torch.bool)
+
+
+def longformer_pair(shape: Shape) -> Pair:
+    batch, heads, length, head_dim = shape
+    theirs = TheirLongformerLayer(heads * head_dim, heads, LONGFORMER_WINDOW).eval()
+    core = attention_zoo.build_attention(
+        "longformer", head_dim=head_dim, num_heads=heads, seq_len=length, window=LONGFORMER_WINDOW
+    )
+    ours = attention_zoo.MultiHeadSelfAttention(heads * head_dim, heads, core).eval()
+    weights = (*ours.parameters(), *ours.buffers(), *theirs.parameters())
+    return Pair("longformer (layer)", ours, theirs, partial(layer_inputs, shape), weights)
+
+
+def authors_pairs(code: Path, names: Sequence[str] | None, shape: Shape) -> tuple[list[Pair], list[str]]:
+    """Pairs for ``names`` (default: the five of the Skyformer code and longformer), and one line per
+    core that is skipped."""
+    source = code / "src"
+    if not (source / "models").is_dir():
+        raise ValueError(
+            f"--authors-code: {code} has no src/models/ (expected a checkout of pkuzengqi/Skyformer)"
+        )
+    if str(source) not in sys.path:
+        sys.path.insert(0, str(source))
+    pairs, skipped = [], []
+    for label in names or [*AUTHORS, "longformer"]:
+        if label not in attention_zoo.available():
+            skipped.append(f"{label}: not a registered attention here")
+            continue
+        try:
+            pairs.append(
+                longformer_pair(shape) if label == "longformer" else core_pair(label, AUTHORS[label], shape)
+            )
+        except KeyError:
+            skipped.append(
+                f"{label}: no authors' implementation known (choose from {', '.join(AUTHORS)}, longformer)"
+            )
+        except Exception as error:  # their import or our options: a line, not a crash
+            skipped.append(f"{label}: {type(error).__name__}: {error}".splitlines()[0][:200])
+    return pairs, skipped

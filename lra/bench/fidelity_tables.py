@@ -1,0 +1,98 @@
+"""What the fidelity benchmark writes: ``fidelity_<device>.csv``, the page ``fidelity_<device>.md``
+(mean ± std of the error per core and budget against length, per input source) and the plot
+``fidelity_<device>.png`` (error against budget at the longest length, and against length at the
+middle budget)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import fields
+
+from lra.bench.fidelity_measure import FidelityRow
+from lra.bench.output import Outputs, pyplot
+from lra.report.provenance import markdown_table
+
+FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
+CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
+
+
+def plot_budget(budgets: Sequence[int]) -> int:
+    """The budget of the error-against-length panel: the middle of the measured budgets."""
+    return sorted(budgets)[len(budgets) // 2]
+
+
+def source_tables(rows: Sequence[FidelityRow], lengths: Sequence[int]) -> str:
+    """Markdown: rows = core and budget, columns = lengths, cells = mean ± std of the error."""
+    cells = {(r.attention, r.budget, r.seq_len): f"{r.error_mean:.3f} ± {r.error_std:.3f}" for r in rows}
+    keys = list(dict.fromkeys((r.attention, r.exact, r.budget_option, r.budget) for r in rows))
+    body = [
+        [f"{name} vs {exact}", f"{option}={budget}" if option else "defaults",
+         *(cells.get((name, budget, n), "") for n in lengths)]
+        for name, exact, option, budget in keys
+    ]  # fmt: skip
+    return markdown_table(["attention", "budget", *(f"n={n}" for n in lengths)], body)
+
+
+def page(
+    rows: Sequence[FidelityRow], args: argparse.Namespace, left_out: Sequence[str]
+) -> tuple[str, list[str], list[str], list[str]]:
+    """The page's title, paragraph, sections (the cores left out, one table per input source) and notes."""
+    paragraph = (
+        "Relative spectral-norm error ‖Â − A‖₂ / ‖A‖₂ of each approximate core's output Â against its exact "
+        f"counterpart's A, per (batch, head) matrix of shape (seq_len, {args.head_dim}), {args.heads} heads, "
+        f"mean ± std over inputs × batch × heads × seeds {list(args.seeds)}. Random inputs: standard normal "
+        f"Q, K, V, batch {args.batch}, one draw per seed. Options other than the budget: paper defaults, "
+        f"with overrides {list(args.set)}."
+    )
+    notes = (
+        [f"- checkpoint: `{args.checkpoint}` (Q, K, V of every attention layer on a validation batch)"]
+        if args.checkpoint
+        else []
+    )
+    sections = ["\n".join(["Left out:", *(f"- {note}" for note in left_out)])] if left_out else []
+    for source in dict.fromkeys(row.source for row in rows):
+        table = source_tables([r for r in rows if r.source == source], args.lengths)
+        sections.append(f"## {source} inputs\n\n{table}")
+    return "Fidelity on cpu", [paragraph], sections, notes
+
+
+def write_plot(
+    outputs: Outputs, rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int]
+) -> None:
+    """Per source: error against budget at the longest length, and against length at the middle budget."""
+    plt = pyplot()
+    sources = list(dict.fromkeys(row.source for row in rows))
+    names = list(dict.fromkeys(row.attention for row in rows))
+    colors = {name: f"C{i}" for i, name in enumerate(names)}  # the same colour in every panel
+    fig, axes = plt.subplots(len(sources), 2, figsize=(11, 4 * len(sources)), squeeze=False)
+    middle = plot_budget(budgets)
+    for source, (ax_budget, ax_length) in zip(sources, axes, strict=True):
+        mine = [r for r in rows if r.source == source]
+        longest = max(r.seq_len for r in mine)
+        for name in names:
+            at_longest = sorted(
+                (r for r in mine if r.attention == name and r.seq_len == longest), key=lambda r: r.budget or 0
+            )
+            style = {"color": colors[name], "marker": "o"}
+            if at_longest and at_longest[0].budget is None:  # no budget option: a level line
+                ax_budget.axhline(at_longest[0].error_mean, color=colors[name], linestyle="--", label=name)
+            elif at_longest:
+                ax_budget.errorbar(
+                    [r.budget for r in at_longest], [r.error_mean for r in at_longest],
+                    yerr=[r.error_std for r in at_longest], capsize=3, label=name, **style,
+                )  # fmt: skip
+            along = sorted(
+                (r for r in mine if r.attention == name and r.budget in (middle, None)),
+                key=lambda r: r.seq_len,
+            )
+            ax_length.plot([r.seq_len for r in along], [r.error_mean for r in along], label=name, **style)
+        ax_budget.set(xlabel="budget (landmarks / features)", title=f"{source}: n = {longest}")
+        ax_length.set(xlabel="sequence length", title=f"{source}: budget = {middle} (defaults without one)")
+        for ax, ticks in ((ax_budget, budgets), (ax_length, lengths)):
+            ax.set(xscale="log", yscale="log", ylabel="relative error")
+            ax.set_xticks(list(ticks), [str(t) for t in ticks])
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+    outputs.write_figure(fig)

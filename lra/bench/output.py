@@ -1,0 +1,87 @@
+"""The one writer of every benchmark: ``<out>/<benchmark>_<device>.{csv,md,png}`` with their provenance.
+
+``Outputs.start`` captures where and when the run is measured (``lra.report.provenance``: the machine, the
+load, the command that reruns it) before any measurement changes torch's thread count. A benchmark
+then hands it its rows with the CSV columns (attribute name -> format), and its page as paragraphs and
+sections; every page reads: the title, the paragraphs, the provenance lines, the sections.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from lra.report.provenance import machine_description, rerun_command
+
+if TYPE_CHECKING:
+    import torch
+    from matplotlib.figure import Figure
+
+
+def number(value: float | None, fmt: str) -> str:
+    """``value`` formatted with ``fmt``, or an empty cell for None (a row without that figure)."""
+    return "" if value is None else format(value, fmt)
+
+
+def write_csv(path: Path, columns: Mapping[str, str], rows: Iterable[object]) -> None:
+    """One line per row: the attribute of each column formatted with its format spec, ``\\n`` endings."""
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([number(getattr(row, name), fmt) for name, fmt in columns.items()] for row in rows)
+
+
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The files of one run: ``folder / (stem + suffix)``; ``provenance``: markdown bullet lines."""
+
+    folder: Path
+    stem: str
+    provenance: list[str]
+
+    @classmethod
+    def start(cls, folder: Path, benchmark: str, device: torch.device, argv: Sequence[str]) -> Outputs:
+        """``<benchmark>_<device type>`` in ``folder`` (created), the machine as it is now and the
+        command ``python -m lra.bench ARGV``."""
+        folder.mkdir(parents=True, exist_ok=True)
+        command = rerun_command("lra.bench", argv)
+        return cls(
+            folder, f"{benchmark}_{device.type}", [*machine_description(device), f"- command: `{command}`"]
+        )
+
+    def path(self, suffix: str) -> Path:
+        return self.folder / f"{self.stem}{suffix}"
+
+    def write_csv(self, columns: Mapping[str, str], rows: Iterable[object], suffix: str = ".csv") -> None:
+        write_csv(self.path(suffix), columns, rows)
+
+    def write_page(
+        self, title: str, paragraphs: Sequence[str], sections: Sequence[str], notes: Sequence[str] = ()
+    ) -> None:
+        """``<stem>.md``: ``# title``, the paragraphs, the provenance lines and ``notes`` (more bullet
+        lines), the sections; blocks apart by one empty line."""
+        blocks = [f"# {title}", *paragraphs, "\n".join([*self.provenance, *notes]), *sections]
+        self.path(".md").write_text("\n\n".join(blocks) + "\n")
+
+    def write_figure(self, fig: Figure) -> None:
+        """Lay out ``fig``, write it to ``<stem>.png`` and free it."""
+        fig.tight_layout()
+        fig.savefig(self.path(".png"), dpi=120)
+        pyplot().close(fig)
+
+    def announce(self, suffixes: str) -> None:
+        print(f"wrote {self.folder}/{self.stem}.{{{suffixes}}}")

@@ -1,0 +1,133 @@
+"""The nystrom, skyformer and performer cores as they were computed before they ran through fused
+attention calls: each (n × m) kernel formed in memory. References for ``python -m lra.bench compare
+--against previous`` and for the equivalence tests; each takes the current core for its options and
+weights, so both forms compute with the same landmarks, convolution and random features.
+
+All take q, k, v: (B, H, N, D) float32, mask: (B, N) bool or None, and return (B, H, N, D).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import torch
+
+import attention_zoo
+from attention_zoo.kernelized import gaussian_kernel
+from attention_zoo.masking import key_padding_bias, zero_padding
+from attention_zoo.nystrom import NystromAttention, segment_means
+from attention_zoo.performer import PerformerAttention
+from attention_zoo.pinv import iterative_pinv
+from attention_zoo.skyformer import SkyformerAttention, sample_landmark_rows
+from lra.bench.compare import Pair
+
+
+def previous_segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
+    """``segment_means`` as it was: a ``mean`` (whose backward materialises the broadcast) when
+    ``count`` divides the length."""
+    n = x.shape[-2]
+    return x.unflatten(-2, (count, n // count)).mean(dim=-2) if n % count == 0 else segment_means(x, count)
+
+
+def previous_nystrom(
+    core: NystromAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
+    """F̃ Ã⁺ (B̃ V) (+ conv of V) with F̃ (N × m), Ã (m × m) and B̃ (m × N) each a softmax matrix."""
+    scale = core.head_dim**-0.25
+    q = zero_padding(q, mask) * scale
+    k = zero_padding(k, mask) * scale
+    v = zero_padding(v, mask)
+    count = min(core.num_landmarks, q.shape[-2])
+    q_landmarks, k_landmarks = previous_segment_means(q, count), previous_segment_means(k, count)
+    query_kernel = torch.softmax(q @ k_landmarks.transpose(-1, -2), dim=-1)
+    landmark_kernel = torch.softmax(q_landmarks @ k_landmarks.transpose(-1, -2), dim=-1)
+    key_logits = q_landmarks @ k.transpose(-1, -2)
+    bias = key_padding_bias(mask, key_logits.dtype)
+    key_kernel = torch.softmax(key_logits if bias is None else key_logits + bias, dim=-1)
+    out = query_kernel @ (iterative_pinv(landmark_kernel, core.pinv_iterations) @ (key_kernel @ v))
+    return out if core.conv is None else out + core._conv_skip(v)
+
+
+def previous_skyformer(
+    core: SkyformerAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
+    """κ(Q̂, XS) M⁺ κ(XS, K̂) V with both Gaussian kernels (N × m, m × N) formed; landmarks drawn from
+    the global RNG as the core draws them (seed it the same to compare)."""
+    if mask is None:
+        mask = torch.ones(q.shape[0], q.shape[2], dtype=torch.bool, device=q.device)
+    scale = core.head_dim**-0.25
+    q = zero_padding(q, mask) * scale
+    k = zero_padding(k, mask) * scale
+    v = zero_padding(v, mask)
+    batch, heads, _, dim = q.shape
+    index, valid = sample_landmark_rows(mask, core.num_landmarks)
+    rows = torch.cat([q, k], dim=-2)
+    landmarks = rows.gather(-2, index[:, None, :, None].expand(batch, heads, -1, dim))
+    slot = valid[:, None, :].to(q.dtype)
+    query_kernel = gaussian_kernel(q, landmarks) * slot[..., None, :]
+    key_kernel = gaussian_kernel(landmarks, k) * slot[..., :, None] * mask[:, None, None, :]
+    block = gaussian_kernel(landmarks, landmarks) * slot[..., :, None] * slot[..., None, :]
+    block = block + core.ridge * torch.eye(block.shape[-1], dtype=block.dtype, device=block.device)
+    inv_sqrt_degree = block.sum(dim=-1).rsqrt()
+    normalised = inv_sqrt_degree[..., :, None] * block * inv_sqrt_degree[..., None, :]
+    inverse = (
+        inv_sqrt_degree[..., :, None]
+        * iterative_pinv(normalised, core.pinv_iterations)
+        * inv_sqrt_degree[..., None, :]
+    )
+    return query_kernel @ (inverse @ (key_kernel @ v))
+
+
+def previous_performer(
+    core: PerformerAttention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
+    """φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1) with scaled copies of q, k and, when ε > 0, φ + ε as new tensors."""
+
+    def exponents(x: torch.Tensor) -> torch.Tensor:
+        x = x * core.input_scale
+        return x @ core.features.T - x.square().sum(-1, keepdim=True) / 2
+
+    q_exp = exponents(q)
+    phi_q = torch.exp(q_exp - q_exp.amax(-1, keepdim=True).detach())
+    k_exp = exponents(k)
+    if mask is not None:
+        k_exp = k_exp.masked_fill(~mask[:, None, :, None], float("-inf"))
+    stabiliser = k_exp.amax(dim=(-2, -1), keepdim=True).detach().nan_to_num(neginf=0.0)
+    phi_k = torch.exp(k_exp - stabiliser)
+    if core.feature_epsilon:
+        phi_q = phi_q + core.feature_epsilon
+        real = 1.0 if mask is None else mask[:, None, :, None].float()
+        phi_k = phi_k + core.feature_epsilon * real
+    numerator = phi_q @ (phi_k.transpose(-1, -2) @ v)
+    denominator = phi_q @ phi_k.sum(dim=-2).unsqueeze(-1)
+    return numerator / denominator.clamp_min(torch.finfo(torch.float32).tiny)
+
+
+# core name -> today's core's function of (core, q, k, v, mask)
+PREVIOUS = {"nystrom": previous_nystrom, "skyformer": previous_skyformer, "performer": previous_performer}
+
+
+def random_inputs(shape: tuple[int, int, int, int], seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """q, k, v of ``shape`` (B, H, N, D) and an all-True (B, N) mask. q, k, v are views of one
+    (B, N, 3, H, D) tensor that requires gradients, laid out as ``MultiHeadSelfAttention``'s fused
+    projection hands them to a core."""
+    batch, heads, length, head_dim = shape
+    generator = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(batch, length, 3, heads, head_dim, generator=generator).requires_grad_(True)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    return q, k, v, torch.ones(batch, length, dtype=torch.bool)
+
+
+def previous_pairs(names: Sequence[str] | None, shape: tuple[int, int, int, int]) -> list[Pair]:
+    """Each core of ``names`` (default: all three) with its default options, against its previous form."""
+    batch, heads, length, head_dim = shape
+    pairs = []
+    for name in names or PREVIOUS:
+        if name not in PREVIOUS:
+            raise ValueError(f"--cores: no previous form of {name!r}; choose from {', '.join(PREVIOUS)}")
+        core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=heads, seq_len=length)
+        previous = partial(PREVIOUS[name], core)
+        weights = (*core.parameters(), *core.buffers())
+        pairs.append(Pair(name, core, previous, partial(random_inputs, shape), weights))
+    return pairs

@@ -1,0 +1,126 @@
+"""How a job ended: its status from what stopped it, and the ``summary.json`` that records it.
+
+``failures_noted`` turns the exception that ends a job into its status and one-line error (SIGTERM
+and Ctrl+C still end the process); ``record_outcome`` writes the summary from the ``JobState`` the
+job filled in as it went, so a failed job is recorded with whatever it had built.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import lightning as L
+import torch
+from lightning.fabric.utilities.rank_zero import rank_zero_only
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+from omegaconf import DictConfig
+
+from data_prep.storage import CorruptDataError
+from lra.data import LRADataModule
+from lra.errors import ConfigError
+from lra.module import NonFiniteLossError
+from lra.resume import CHECKPOINT_DIR
+from lra.summary import SUMMARY_FILE, format_table, make_summary, write_summary
+
+if TYPE_CHECKING:
+    from lra.train import TrainerParts
+
+# Errors whose message says all there is to say: no traceback file for these.
+EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
+# Exit status after SIGTERM, as a shell reports a process ended by it.
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
+
+
+def device_description(trainer: L.Trainer | None, accelerator: str) -> str:
+    """``cpu``, or the name of the GPU the run used (would have used, when it stopped before the trainer)."""
+    if trainer is not None:
+        device = trainer.strategy.root_device
+        return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    on_gpu = accelerator in ("auto", "gpu", "cuda") and torch.cuda.is_available()
+    return torch.cuda.get_device_name() if on_gpu else "cpu"
+
+
+def report_completed(directory: Path) -> dict[str, Any]:
+    """The summary of a job that already completed in ``directory`` (``resume=auto`` skips it)."""
+    summary = json.loads((directory / SUMMARY_FILE).read_text())
+    if rank_zero_only.rank == 0:
+        print(f"\n{format_table([summary])}\nsummary: {directory / SUMMARY_FILE} (completed earlier)")
+    return summary
+
+
+@dataclass
+class JobState:
+    """What a job's outcome is recorded from, filled in as the job goes."""
+
+    run_dir: Path
+    started: str
+    status: str = "completed"
+    error: str | None = None
+    loggers: list[Logger] = field(default_factory=list)
+    parts: TrainerParts | None = None
+    datamodule: LRADataModule | None = None
+    resumed_from: Path | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def failures_noted(state: JobState) -> Iterator[None]:
+    """Note in ``state`` the status and error of an exception that ends the job, instead of raising it;
+    SIGTERM and Ctrl+C still end the process (``SystemExit``, ``KeyboardInterrupt``)."""
+    try:
+        yield
+    except NonFiniteLossError as exception:
+        state.status, state.error = "nan", str(exception)
+    except EXPLAINED_ERRORS as exception:
+        state.status, state.error = "failed", str(exception)
+    except SIGTERMException:
+        step = state.parts.trainer.global_step if state.parts else None
+        saved = state.run_dir / CHECKPOINT_DIR
+        state.status = "interrupted"
+        state.error = f"SIGTERM at step {step}; the state is saved in {saved}: resume=auto continues"
+        raise SystemExit(SIGTERM_EXIT_STATUS) from None
+    except (KeyboardInterrupt, SystemExit):
+        state.status, state.error = "interrupted", "interrupted before the end of the run"
+        raise
+    except Exception as exception:
+        state.status, state.error = "failed", f"{type(exception).__name__}: {exception}".splitlines()[0]
+        if rank_zero_only.rank == 0:
+            trace_file = state.run_dir / "traceback.txt"
+            state.run_dir.mkdir(parents=True, exist_ok=True)
+            trace_file.write_text(traceback.format_exc())
+            state.error += f" (traceback: {trace_file})"
+
+
+def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dict[str, Any]:
+    """The job's summary from ``state``; process 0 writes it to summary.json and prints the final table."""
+    parts, datamodule = state.parts, state.datamodule
+    metrics = state.metrics
+    if state.status != "completed" and parts is not None:
+        metrics = {**parts.efficiency.metrics, "train/steps": parts.trainer.global_step, **metrics}
+    summary = make_summary(
+        cfg,
+        status=state.status,
+        error=state.error,
+        metrics=metrics,
+        device=device_description(parts.trainer if parts else None, str(cfg.trainer.accelerator)),
+        started=state.started,
+        output_dir=state.run_dir,
+        data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
+        resumed_from=state.resumed_from,
+        job=job,
+    )
+    if rank_zero_only.rank == 0:
+        path = write_summary(summary, state.run_dir)
+        print(f"\n{format_table([summary])}\nsummary: {path}", flush=True)
+        if state.status == "interrupted":  # the process exits now: say why, as a failed single run does
+            print(f"lra: interrupted: {state.error}", file=sys.stderr, flush=True)
+    return summary

@@ -1,0 +1,10 @@
+"""``python -m lra.report``: see ``lra.report.cli``. A missing input is one line, not a traceback."""
+
+import sys
+
+from lra.report.cli import main
+
+try:
+    sys.exit(main())
+except FileNotFoundError as error:
+    sys.exit(f"error: {error}")

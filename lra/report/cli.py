@@ -1,0 +1,111 @@
+"""The papers' tables and figures from every finished run:
+``python -m lra.report [--runs DIR ...] [--out results] [--paper skyformer|nystromformer|lra] [--final]
+[--wandb]``; with ``--progress``, how far the sweeps under the folders are instead
+(``lra.report.progress``).
+
+Reads every ``summary.json`` under the run folders (Hydra's ``outputs/`` for single runs and
+``multirun/`` for sweeps by default) and writes ``<out>/lra_table.md``: test accuracy per attention
+× task as mean ± std over seeds (n seeds, runs at chance flagged), each paper's tables in its layout
+with ours beside the published figures (``lra.report.papers``; all three papers unless ``--paper``
+picks one), the failed / NaN / interrupted jobs apart with their errors, and the figures as PNG and
+SVG beside it. ``--final`` adds the accuracy at the final weights; ``--wandb`` logs the same tables and
+figures to W&B (``lra.report.wandb_log``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lra.plotting import save_figure
+from lra.report.curves import read_curves
+from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
+from lra.report.papers import PAPERS, FigureSpec, ReportInput
+from lra.report.progress import progress_table
+from lra.report.provenance import rerun_command
+from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
+
+DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
+REPORT_FILE = "lra_table.md"
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m lra.report", description=__doc__)
+    parser.add_argument(
+        "--runs", nargs="+", type=Path, default=None, help="run folders (default: outputs multirun)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("results"))
+    parser.add_argument("--paper", choices=sorted(PAPERS), help="only this paper's artefacts (default: all)")
+    parser.add_argument("--final", action="store_true", help="also the test accuracy at the final weights")
+    parser.add_argument(
+        "--wandb", action="store_true", help="also log the tables and figures to W&B (offline by default)"
+    )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="print the jobs completed, running, interrupted and failed per task x attention, and stop",
+    )
+    args = parser.parse_args(argv)
+    missing = [str(root) for root in args.runs or () if not root.is_dir()]
+    if missing:
+        parser.error(f"--runs folder(s) not found: {', '.join(missing)}")
+    return args
+
+
+def other_schemas_line(runs: Sequence[Run]) -> str | None:
+    """One line on the summary.json files of a schema this report does not read, or None."""
+    skipped = [run for run in runs if run.status == "unreadable" and "schema" in run.error]
+    if not skipped:
+        return None
+    return (
+        f"skipped {len(skipped)} summary.json file(s) of another schema (this report reads "
+        f"{', '.join(map(str, SCHEMAS))}), e.g. {skipped[0].path}"
+    )
+
+
+def write_figures(specs: Sequence[FigureSpec], report: ReportInput, out: Path) -> set[str]:
+    """Draw and save each figure that has something to draw; the stems written."""
+    written = set()
+    for spec in specs:
+        figure = spec.draw(report)
+        if figure is not None:
+            save_figure(figure, out / f"{spec.stem}.png")
+            written.add(spec.stem)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
+    roots = args.runs or [root for root in DEFAULT_RUNS if root.is_dir()]
+    if args.progress:
+        print(progress_table(roots or DEFAULT_RUNS))
+        return 0
+    runs = split_by_protocol(find_runs(roots))
+    if not runs:
+        searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))
+        raise FileNotFoundError(
+            f"no summary.json under {searched}; train first, e.g. "
+            "`python -m lra task=listops attention=nystrom`, "
+            "or point --runs at the run folders"
+        )
+    if line := other_schemas_line(runs):
+        print(line, file=sys.stderr)
+    papers = [args.paper] if args.paper else list(PAPERS)
+    completed = latest_per_seed(runs)
+    report = ReportInput(completed, *read_curves(completed))
+    specs = [spec for name in papers for spec in PAPERS[name].figures] + [ACCURACY_VS_TIME]
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = write_figures(specs, report, args.out)
+    command = rerun_command("lra.report", argv)
+    text = build_report(runs, command, papers, args.final, written, report)
+    (args.out / REPORT_FILE).write_text(text)
+    print(f"wrote {args.out / REPORT_FILE} and {len(written)} figure(s) (PNG and SVG) in {args.out}")
+    if args.wandb:
+        from lra.report.wandb_log import log_report
+
+        figures = [args.out / f"{stem}.png" for stem in sorted(written)]
+        print(log_report(text, figures, runs, command, args.out))
+    return 0

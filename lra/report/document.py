@@ -1,0 +1,148 @@
+"""The report's markdown document: header, provenance, our tables, the papers' sections, the jobs that
+did not complete and the W&B recipe, in order."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+from lra.report import figures
+from lra.report.papers import PAPERS, FigureSpec, ReportInput
+from lra.report.runs import CHANCE_MARGIN, GENERATED, Run, latest_per_seed
+from lra.report.tables import accuracy_table, failed_section
+
+ACCURACY_VS_TIME = FigureSpec(
+    "lra_accuracy_vs_time",
+    "## Test accuracy against training time",
+    lambda report: figures.accuracy_vs_time(report.completed) if report.completed else None,
+    "No completed run.",
+)
+
+WANDB_SECTION = """\
+Every run logs to W&B as `{task}-{attention}-s{seed}` (with the options its sweep varies), grouped by
+task (`group = task`) and tagged with its task, attention and `budget=N`, with the resolved config (so
+`attention.name` and every option are config fields).
+Runs are offline by default: upload them first with `wandb sync outputs/*/*/wandb/offline-run-*` and
+`wandb sync multirun/*/*/wandb/offline-run-*`. The same comparison as the accuracy table in a W&B workspace:
+
+1. Filter the runs to those with a `test/acc` (failed, NaN and interrupted jobs never log one) and, for one
+   task, `Group = <task>` (or the tag `<task>`); for a sweep, also the tags of the attentions compared.
+2. Group runs by the config field `attention.name` (not by seed: the seeds are what is averaged); add an
+   option such as `attention.num_landmarks` to the grouping to split a budget sweep, as the
+   `attention (option=value)` rows above do.
+3. A *Bar chart* (or the runs table's group row) of `test/acc` with aggregation *Mean* and range *Std Dev*
+   reproduces one column (W&B shows fractions; the table shows percent). One panel per task, or a
+   *Parallel coordinates* / custom table with the group key `task` to see all five at once.
+4. For the cost table: the same grouping with `perf/train_time_s` and `perf/peak_gpu_mem_mb`
+   (`perf/peak_rss_mb` on CPU); for the accuracy-against-time figure, a *Scatter plot* of `test/acc` against
+   `perf/train_time_s` coloured by `attention.name`."""
+
+
+def provenance_lines(runs: Sequence[Run]) -> str:
+    devices = sorted({r.device for r in runs if r.device})
+    started = sorted(r.started for r in runs if r.started)
+    finished = sorted(r.finished for r in runs if r.finished)
+    span = f"{started[0]} to {finished[-1]}" if started and finished else "unknown"
+    return f"- devices: {', '.join(devices) or 'unknown'}\n- runs started/finished: {span}"
+
+
+def split_by_protocol(runs: Sequence[Run]) -> list[Run]:
+    """``runs``, each variant labelled with its training protocol when the completed runs do not all
+    share one, so that runs trained differently never share a row."""
+    if len({run.protocol for run in runs if run.status == "completed"}) <= 1:
+        return list(runs)
+    return [replace(run, variant=f"{run.variant} [{run.protocol}]") for run in runs]
+
+
+def protocols_section(runs: Sequence[Run]) -> str:
+    """The header line(s) naming the training protocol(s) of the completed runs."""
+    counts = Counter(run.protocol for run in runs)
+    if len(counts) <= 1:
+        return f"- training protocol: {next(iter(counts), 'none')}"
+    lines = ["- training protocols differ between these runs (each row names its own in brackets):"]
+    return "\n".join(
+        lines + [f"  - {protocol}: {count} run(s)" for protocol, count in sorted(counts.items())]
+    )
+
+
+def chance_lines(completed: Sequence[Run], metric: str = "test/acc") -> str:
+    """Header lines: how many runs are at chance, and how many cannot be told (no majority share)."""
+    flagged = [run for run in completed if run.at_chance(metric)]
+    unknown = [run for run in completed if run.chance is None]
+    lines = [
+        f"- at chance (test accuracy at most the test split's majority-class share + "
+        f"{100 * CHANCE_MARGIN:g} point): {len(flagged)} run(s)"
+        + "".join(f"\n  - {run.task} {run.variant} seed {run.seed}" for run in flagged)
+    ]
+    if unknown:
+        old = sum(run.schema == 1 for run in unknown)
+        lines.append(
+            f"- {len(unknown)} run(s) record no majority-class share ({old} with schema-1 summaries, "
+            "written before it was recorded): no at-chance flag is possible for them"
+        )
+    return "\n".join(lines)
+
+
+def figure_block(spec: FigureSpec, written: set[str], report: ReportInput) -> list[str]:
+    """The figure's caption, its image (or why there is none) and its note."""
+    image = f"![{spec.caption.lstrip('# ')}]({spec.stem}.png) ([SVG]({spec.stem}.svg))"
+    return [spec.caption, image if spec.stem in written else spec.absent, spec.note(report)]
+
+
+def paper_blocks(name: str, report: ReportInput, written: set[str]) -> list[str]:
+    paper = PAPERS[name]
+    blocks = [f"## {paper.title}", *paper.tables(report)]
+    for spec in paper.figures:
+        blocks += figure_block(spec, written, report)
+    return blocks
+
+
+def build_report(
+    runs: Sequence[Run],
+    command: str,
+    papers: Sequence[str] = tuple(PAPERS),
+    final: bool = False,
+    written: set[str] | None = None,
+    report: ReportInput | None = None,
+) -> str:
+    """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
+    accuracy table (and at the final weights with ``final``), each of ``papers``' sections, the
+    accuracy-against-time figure, the jobs that did not complete and the W&B recipe. ``written``: the
+    figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None)."""
+    completed = latest_per_seed(runs)
+    report = report or ReportInput(completed, [], [])
+    written = written or set()
+    final_blocks = [
+        "## Test accuracy at the final weights (%)",
+        "As above, from `test/acc_final` (one more test pass on the weights at the end of training; "
+        "runs whose summary.json predates it have none).",
+        accuracy_table(completed, "test/acc_final")
+        if any("test/acc_final" in run.metrics for run in completed)
+        else "No run records it.",
+    ]
+    blocks = [
+        "# LRA results",
+        f"Produced by `{command}` from {len(runs)} summary.json file(s): {len(completed)} completed "
+        f"run(s) counted (the latest per attention × task × seed), "
+        f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below).",
+        provenance_lines(runs),
+        protocols_section(completed),
+        chance_lines(completed),
+        "## Test accuracy (%)",
+        "Mean ± sample std over seeds (number of seeds, and how many of them are at chance) of the test "
+        "accuracy at the selected checkpoint (`test/acc`); the average is the mean of the five task "
+        "means and is given only where all five tasks have runs. A row marked "
+        f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "
+        "the LRA release: a different task, not comparable with the published numbers, never "
+        "averaged as an LRA score and left out of the papers' tables below.",
+        accuracy_table(completed),
+        *(final_blocks if final else []),
+        *(block for name in papers for block in paper_blocks(name, report, written)),
+        *figure_block(ACCURACY_VS_TIME, written, report),
+        "## Failed, NaN and interrupted jobs",
+        failed_section(runs),
+        "## The same comparison in W&B",
+        WANDB_SECTION,
+    ]
+    return "\n\n".join(block for block in blocks if block) + "\n"

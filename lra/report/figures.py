@@ -1,0 +1,238 @@
+"""The report's figures, each a function of the runs that returns a matplotlib Figure (saved as PNG
+and SVG by ``lra.plotting.save_figure``). Colours come from ``lra.plotting.attention_color``, so an
+attention has one colour in every plot; a hollow marker or dashed curve is a variant with runs at chance.
+
+- ``accuracy_vs_time``: test accuracy against whole-fit time, one panel per task.
+- ``validation_curves``: Skyformer Figure 2, validation accuracy against training time, one panel per
+  task, the mean over seeds with a min-max band.
+- ``speed_accuracy_memory``: the LRA paper's Figure 3, training speed relative to ``standard`` against
+  average accuracy, marker area the peak memory; per task (``per_task=True``) for variants that do not
+  have all five tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lra.plotting import agg_pyplot, attention_color
+from lra.report.curves import Curve, seed_band
+from lra.report.published import TASKS
+from lra.report.runs import Cell, Run, metric_cells
+from lra.report.tables import REFERENCE, memory_cells
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+PANEL_INCHES = 3.4
+MIN_WIDTH_INCHES = 7.5  # room for a title of ~100 characters
+MAX_LEGEND_COLUMNS = 3
+
+
+def where(runs: Sequence[Run]) -> str:
+    """The devices the runs trained on and their shared ``features`` budget(s), for a title."""
+    devices = ", ".join(sorted({run.device for run in runs if run.device})) or "unknown device"
+    budgets = sorted({run.features for run in runs if run.features is not None})
+    return devices + (f"; features={'/'.join(map(str, budgets))}" if budgets else "")
+
+
+def attention_of(runs: Sequence[Run]) -> dict[str, str]:
+    """variant -> its attention's registry name (for its colour)."""
+    return {run.variant: run.attention for run in runs}
+
+
+def tasks_present(variants: dict[str, dict[str, object]]) -> list[str]:
+    return [task for task in TASKS if any(task in tasks for tasks in variants.values())] or list(TASKS)
+
+
+def panels(count: int, title: str) -> tuple[Figure, list[Axes]]:
+    """One row of ``count`` panels under ``title``, laid out by matplotlib's constrained layout."""
+    plt = agg_pyplot()
+    fig, axes = plt.subplots(
+        1,
+        count,
+        figsize=(max(PANEL_INCHES * count + 0.6, MIN_WIDTH_INCHES), PANEL_INCHES + 1.4),
+        squeeze=False,
+        layout="constrained",
+    )
+    fig.suptitle(title, fontsize=10)
+    return fig, list(axes[0])
+
+
+def legend_below(fig: Figure, axes: Sequence[Axes]) -> None:
+    """One legend for all panels, below them inside the figure (constrained layout makes room)."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        columns = min(len(entries), MAX_LEGEND_COLUMNS, max(1, len(axes)))
+        fig.legend(
+            list(entries.values()), list(entries), loc="outside lower center", ncol=columns, fontsize=8
+        )
+
+
+def time_axis(ax: Axes, values: Sequence[float]) -> None:
+    """A log x scale labelled at 1, 2 and 5 × each decade in plain numbers, minor ticks unlabelled,
+    where ``values`` span a decade or more; else a linear one with at most five ticks. (matplotlib's
+    defaults label the minor ticks of a narrow log range as 3×10² 4×10², which collide.)"""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    if min(values) <= 0 or max(values) < 10 * min(values):
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        return
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=5))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+TIME_UNITS = ((3 * 3600, 3600, "h"), (600, 60, "min"), (0, 1, "s"))  # (from seconds, divisor, unit)
+
+
+def time_unit(longest_s: float) -> tuple[float, str]:
+    """(divisor, unit) that shows ``longest_s`` seconds as a number of a readable size."""
+    return next((divisor, unit) for start, divisor, unit in TIME_UNITS if longest_s >= start)
+
+
+def chance_label(variant: str, cell: Cell) -> str:
+    return f"{variant} ({cell.at_chance} at chance)" if cell.at_chance else variant
+
+
+def accuracy_vs_time(runs: Sequence[Run], metric: str = "test/acc") -> Figure:
+    """Test accuracy (%) against whole-fit wall time, one panel per task, one marker per variant."""
+    accuracy = metric_cells(runs, metric, scale=100.0)
+    seconds = metric_cells(runs, "perf/train_time_s")
+    names = attention_of(runs)
+    tasks = tasks_present(accuracy)
+    longest = max((cell.mean for tasks in seconds.values() for cell in tasks.values()), default=0.0)
+    divisor, unit = time_unit(longest)
+    fig, axes = panels(len(tasks), f"Test accuracy against training time ({where(runs)})")
+    for task, ax in zip(tasks, axes, strict=True):
+        drawn = []
+        for variant in sorted(accuracy):
+            acc, time_s = accuracy[variant].get(task), seconds.get(variant, {}).get(task)
+            if acc is None or time_s is None:
+                continue
+            drawn.append(time_s.mean / divisor)
+            color = attention_color(names[variant])
+            ax.errorbar(
+                time_s.mean / divisor, acc.mean, xerr=time_s.std / divisor, yerr=acc.std, marker="o",
+                capsize=3, color=color, markerfacecolor="none" if acc.at_chance else color,
+                label=chance_label(variant, acc),
+            )  # fmt: skip
+        ax.set(xlabel=f"training time ({unit})", ylabel="test accuracy (%)", title=task)
+        if drawn:
+            time_axis(ax, drawn)
+        ax.grid(True, which="both", alpha=0.3)
+    legend_below(fig, axes)
+    return fig
+
+
+def validation_curves(curves: Sequence[Curve]) -> Figure:
+    """Skyformer Figure 2: validation accuracy (%) against training time, one panel per task, one
+    curve per variant: the mean over seeds with the band between the lowest and highest seed."""
+    grouped: dict[str, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
+    for curve in curves:
+        grouped[curve.run.variant][curve.run.task].append(curve)
+    runs = [curve.run for curve in curves]
+    names = attention_of(runs)
+    tasks = tasks_present(grouped)
+    divisor, unit = time_unit(max(max(curve.seconds) for curve in curves))
+    fig, axes = panels(
+        len(tasks), f"Validation accuracy during training, mean and min-max over seeds ({where(runs)})"
+    )
+    for task, ax in zip(tasks, axes, strict=True):
+        for variant in sorted(grouped):
+            if task not in grouped[variant]:
+                continue
+            group = grouped[variant][task]
+            band, color = seed_band(group), attention_color(names[variant])
+            flagged = sum(curve.run.at_chance() for curve in group)
+            label = f"{variant} ({flagged} at chance)" if flagged else variant
+            x = [seconds / divisor for seconds in band.seconds]
+            ax.plot(x, band.mean, color=color, linestyle="--" if flagged else "-", label=label)
+            ax.fill_between(x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
+        ax.set(xlabel=f"training time ({unit})", ylabel="validation accuracy (%)", title=task)
+        ax.grid(True, alpha=0.3)
+    legend_below(fig, axes)
+    return fig
+
+
+def speed_per_task(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
+    """variant -> task -> training steps per second (1000 / median step ms) relative to ``standard``
+    on the same task; absolute steps per second where no ``standard`` run has the task."""
+    step_ms = metric_cells(runs, "perf/step_ms")
+    names = attention_of(runs)
+    reference = next((v for v in sorted(step_ms) if names.get(v) == REFERENCE), None)
+    speeds: dict[str, dict[str, float]] = {}
+    for variant, tasks in step_ms.items():
+        for task, cell in tasks.items():
+            base = step_ms.get(reference, {}).get(task) if reference else None
+            speeds.setdefault(variant, {})[task] = base.mean / cell.mean if base else 1000 / cell.mean
+    return speeds
+
+
+def speed_accuracy_memory(
+    runs: Sequence[Run], per_task: bool = False, metric: str = "test/acc"
+) -> Figure | None:
+    """The LRA paper's Figure 3: x = training speed relative to ``standard`` (steps per second, the
+    mean over tasks), y = accuracy (%, the mean over the five tasks), marker area = peak memory (GB,
+    the mean over tasks), one labelled marker per variant that has all five tasks; with ``per_task``,
+    one panel per task over every variant that has it. None when no variant qualifies."""
+    accuracy = metric_cells(runs, metric, scale=100.0)
+    speeds = speed_per_task(runs)
+    memory, _ = memory_cells(runs)
+    names = attention_of(runs)
+    relative = any(names.get(v) == REFERENCE for v in speeds)
+    if per_task:
+        groups = {task: [v for v in sorted(accuracy) if task in accuracy[v] and task in speeds.get(v, {})]
+                  for task in TASKS}  # fmt: skip
+        groups = {task: variants for task, variants in groups.items() if variants}
+    else:
+        groups = {"all five tasks": complete_variants(runs, metric)}
+    if not any(groups.values()):
+        return None
+    scope = "per task" if per_task else "mean over the five tasks"
+    title = f"Speed, accuracy and peak memory (marker area) ({scope}; {where(runs)})"
+    fig, axes = panels(len(groups), title)
+    for (panel, variants), ax in zip(groups.items(), axes, strict=True):
+        tasks = [panel] if per_task else list(TASKS)
+        for variant in variants:
+            cells = [accuracy[variant][t] for t in tasks]
+            flagged = sum(cell.at_chance for cell in cells)
+            x = statistics.fmean(speeds[variant][t] for t in tasks)
+            y = statistics.fmean(cell.mean for cell in cells)
+            gb = [memory[variant][t].mean for t in tasks if t in memory.get(variant, {})]
+            size = 60 + 400 * (statistics.fmean(gb) / max_memory(memory) if gb else 0)
+            color = attention_color(names[variant])
+            ax.scatter(x, y, s=size, color=color, alpha=0.5, edgecolors=color, linewidths=1.5,
+                       facecolors="none" if flagged else color)  # fmt: skip
+            label = f"{variant} ({flagged} at chance)" if flagged else variant
+            right_half = x > statistics.fmean(speeds[v][t] for v in variants for t in tasks)
+            offset = math.sqrt(size / math.pi) + 2  # points: the marker's radius and a gap
+            ax.annotate(
+                label, (x, y), xytext=(-offset if right_half else offset, 0), textcoords="offset points",
+                fontsize=7, ha="right" if right_half else "left", va="center",
+            )  # fmt: skip
+        ax.set(title=panel, ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
+               xlabel=f"training speed ({'× standard' if relative else 'steps/s'})")  # fmt: skip
+        ax.margins(0.35)
+        ax.grid(True, alpha=0.3)
+    return fig
+
+
+def complete_variants(runs: Sequence[Run], metric: str = "test/acc") -> list[str]:
+    """The variants with ``metric`` and a step time on all five tasks."""
+    accuracy, steps = metric_cells(runs, metric), metric_cells(runs, "perf/step_ms")
+    return [
+        v for v in sorted(accuracy) if set(TASKS) <= set(accuracy[v]) and set(TASKS) <= set(steps.get(v, {}))
+    ]
+
+
+def max_memory(memory: dict[str, dict[str, Cell]]) -> float:
+    return max((cell.mean for tasks in memory.values() for cell in tasks.values()), default=1.0) or 1.0

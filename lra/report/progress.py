@@ -1,0 +1,87 @@
+"""How far a sweep is: ``python -m lra.report --progress [--runs SWEEP_DIR ...]``.
+
+Counts the jobs under the folders, per task × attention (with the options the sweep varies, as the
+job names carry them), as ``completed``, ``running``, ``interrupted`` and ``failed`` (``failed`` or
+``nan``). A job folder is one with a ``run.json``, ``resumed.json`` or ``summary.json``; its run is
+the folder itself or the one its ``resumed.json`` points to (a resumed or skipped job), and each run
+counts once. A run whose summary.json does not say completed, failed or nan is ``running`` when a
+file in its folder changed after that summary (or it has none) within the last ``ACTIVE_SECONDS``,
+else ``interrupted`` (stopped by a signal, or killed before it could write a summary).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lra.naming import short_keys
+from lra.report.provenance import markdown_table
+from lra.resume import RUN_FILE
+from lra.summary import POINTER_FILE, SUMMARY_FILE, run_folder
+
+ACTIVE_SECONDS = 600  # a run that wrote nothing for this long is no longer counted as running
+STATES = ("completed", "running", "interrupted", "failed")
+FINAL_STATES = {"completed": "completed", "failed": "failed", "nan": "failed"}
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def run_folders(roots: Sequence[Path]) -> list[Path]:
+    """The run of every job folder under ``roots``, each once, sorted."""
+    markers = (RUN_FILE, POINTER_FILE, SUMMARY_FILE)
+    jobs = {path.parent for root in roots for marker in markers for path in Path(root).rglob(marker)}
+    return sorted({run_folder(job).resolve() for job in jobs})
+
+
+def last_change(run_dir: Path) -> float:
+    """The newest modification time of a file in the run's folder, summary.json aside (0: none)."""
+    times = [p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file() and p.name != SUMMARY_FILE]
+    return max(times, default=0.0)
+
+
+def run_state(run_dir: Path, summary: dict[str, Any], now: float) -> str:
+    """One of ``STATES`` for the run in ``run_dir``, ``summary`` its summary.json (module docstring)."""
+    summary_file = run_dir / SUMMARY_FILE
+    final = FINAL_STATES.get(summary.get("status"))
+    if final is not None:
+        return final
+    changed = last_change(run_dir)
+    after_summary = not summary_file.is_file() or changed > summary_file.stat().st_mtime
+    return "running" if after_summary and now - changed < ACTIVE_SECONDS else "interrupted"
+
+
+def run_label(run_dir: Path, summary: dict[str, Any]) -> tuple[str, str]:
+    """(task, ``attention (option=value, ...)``) of a run, from its summary.json (``summary``) or run.json."""
+    run_file = read_json(run_dir / RUN_FILE)
+    config = summary.get("config") or run_file.get("config") or {}
+    task = summary.get("task") or (config.get("task") or {}).get("name") or "?"
+    attention = summary.get("attention") or (config.get("attention") or {}).get("name") or "?"
+    options = summary.get("options") or run_file.get("options") or {}
+    short = short_keys(list(options))
+    label = ", ".join(f"{short[key]}={value}" for key, value in options.items())
+    return task, f"{attention} ({label})" if label else attention
+
+
+def progress_table(roots: Sequence[Path], now: float | None = None) -> str:
+    """A markdown table of job counts per task × attention and state, with a total row."""
+    now = time.time() if now is None else now
+    counts: dict[tuple[str, str], Counter] = {}
+    for run_dir in run_folders(roots):
+        summary = read_json(run_dir / SUMMARY_FILE)
+        counts.setdefault(run_label(run_dir, summary), Counter())[run_state(run_dir, summary, now)] += 1
+    if not counts:
+        searched = ", ".join(str(root) for root in roots)
+        raise FileNotFoundError(f"no job folders (run.json, resumed.json or summary.json) under {searched}")
+    total = sum(counts.values(), Counter())
+    rows = [[task, variant, *(count[s] for s in STATES)] for (task, variant), count in sorted(counts.items())]
+    rows.append(["all", "", *(total[s] for s in STATES)])
+    return markdown_table(["task", "attention", *STATES], rows)

@@ -1,0 +1,175 @@
+"""Finished runs as the report reads them: one record per ``summary.json``, and metrics over seeds.
+
+summary.json schemas: 1 (no ``schema`` key) and 2 (``"schema": 2``: ``data.majority_share`` per split and
+``metrics["test/acc_final"]``). A run is *at chance* when its test accuracy is at most the test split's
+majority-class share plus ``CHANCE_MARGIN``; schema-1 runs carry no share, so they are never flagged.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import attention_zoo
+
+SCHEMAS = (1, 2)  # the summary.json versions this report reads
+CHANCE_MARGIN = 0.01  # one accuracy point
+TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``summary.json``. ``variant``: the attention's name plus its non-default options;
+    ``protocol``: how it trained (schedule, clipping, selection window), in words."""
+
+    path: Path
+    task: str
+    variant: str
+    seed: int | None
+    status: str
+    error: str
+    metrics: dict[str, float]
+    device: str
+    started: str
+    finished: str
+    protocol: str = "unknown"
+    attention: str = "?"  # the registry name, without options
+    schema: int = 1
+    chance: float | None = None  # the test split's majority-class share (schema 2), 0-1
+    wandb_project: str | None = None  # the W&B project it logged to, if any
+    features: int | None = None  # the shared budget of approximate attentions, if set
+
+    def at_chance(self, metric: str = "test/acc") -> bool:
+        """True when ``metric``, one of ``TEST_ACCURACIES`` (0-1), is at most the majority share plus
+        ``CHANCE_MARGIN``; False for any other metric and for runs without a share."""
+        value = self.metrics.get(metric) if metric in TEST_ACCURACIES else None
+        return self.chance is not None and value is not None and value <= self.chance + CHANCE_MARGIN
+
+
+def protocol_label(protocol: dict | None) -> str:
+    """``one_cycle, clip value 1.0, best after 20%``: a run's training protocol from its summary.json
+    (attention dropout is an attention option, so it shows in the variant instead)."""
+    if not protocol:
+        return "unknown"
+    clip = (
+        "no clipping"
+        if protocol.get("clip") is None
+        else f"clip {protocol['clip']} {protocol.get('clip_value')}"
+    )
+    window = protocol.get("select_after") or 0
+    selection = f"best after {100 * window:g}%" if window else "best of all evaluations"
+    return f"{protocol.get('schedule')}, {clip}, {selection}"
+
+
+GENERATED = "generated data"  # the mark of a row whose data came from a built-in generator
+
+
+def data_labels(config: dict, data: dict | None) -> list[str]:
+    """What a row must say about its data: the prepared set when it is not the task's own
+    (``dataset=listops-demo``), and ``generated data`` when a built-in generator made it instead of
+    the LRA release or the real source, so that such runs never sit in a row that reads as the LRA
+    number. ``data`` is summary.json's record of the set (older summaries have none: the config's
+    dataset is named instead)."""
+    task = config.get("task") or {}
+    data = data or {}
+    dataset = data.get("set") or task.get("dataset")
+    labels = [f"dataset={dataset}"] if dataset not in (None, task.get("name")) else []
+    return labels + ([GENERATED] if data.get("source") == "generator" else [])
+
+
+def variant_label(attention: str, config: dict, data: dict | None = None) -> str:
+    """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
+    that differ from the core's defaults, so sweeps over options give separate rows, then what
+    ``data_labels`` says of its data."""
+    chosen = config.get("attention") or {}
+    defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
+    changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
+    changed += data_labels(config, data)
+    return f"{attention} ({', '.join(changed)})" if changed else attention
+
+
+def load_run(path: Path) -> Run:
+    """A run from its summary.json; an unreadable file becomes a run with status ``unreadable``."""
+    try:
+        summary = json.loads(path.read_text())
+        schema = summary.get("schema", 1)
+        if schema not in SCHEMAS:
+            raise ValueError(f"summary.json schema {schema!r} is not one this report reads ({SCHEMAS})")
+        majority = (summary.get("data") or {}).get("majority_share") or {}
+        config = summary.get("config") or {}
+        return Run(
+            path=path,
+            task=str(summary["task"]),
+            variant=variant_label(str(summary["attention"]), config, summary.get("data")),
+            seed=summary.get("seed"),
+            status=str(summary["status"]),
+            error=str(summary.get("error") or ""),
+            metrics=summary.get("metrics") or {},
+            device=str(summary.get("device") or "unknown"),
+            started=str(summary.get("started") or ""),
+            finished=str(summary.get("finished") or ""),
+            protocol=protocol_label(summary.get("protocol")),
+            attention=str(summary["attention"]),
+            schema=schema,
+            chance=majority.get("test"),
+            wandb_project=((config.get("logger") or {}).get("wandb") or {}).get("project"),
+            features=config.get("features"),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
+
+
+def find_runs(roots: Sequence[Path]) -> list[Run]:
+    """Every summary.json under ``roots``, sorted by path."""
+    return [load_run(path) for root in roots for path in sorted(root.rglob("summary.json"))]
+
+
+def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
+    """Completed runs with one per (variant, task, seed): a rerun of a seed replaces the earlier one."""
+    latest: dict[tuple[str, str, object], Run] = {}
+    for run in sorted((r for r in runs if r.status == "completed"), key=lambda r: r.finished):
+        latest[(run.variant, run.task, run.seed)] = run
+    return list(latest.values())
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Mean and sample std (0 for one seed) of a metric over seeds, the number of seeds and how many of
+    them are at chance."""
+
+    mean: float
+    std: float
+    count: int
+    at_chance: int = 0
+
+    @classmethod
+    def of(cls, values: Sequence[float], at_chance: int = 0) -> Cell:
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        return cls(statistics.fmean(values), spread, len(values), at_chance)
+
+    def format(self, digits: int = 2) -> str:
+        spread = f" ± {self.std:.{digits}f}" if self.count > 1 else ""
+        flagged = f", {self.at_chance} at chance" if self.at_chance else ""
+        return f"{self.mean:.{digits}f}{spread} ({self.count}{flagged})"
+
+
+def metric_cells(runs: Sequence[Run], metric: str, scale: float = 1.0) -> dict[str, dict[str, Cell]]:
+    """variant -> task -> Cell of ``metric × scale`` over the runs that report it (``Run.at_chance`` of
+    ``metric`` counted, which only an accuracy can be)."""
+    values: dict[str, dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if run.metrics.get(metric) is not None:
+            values[run.variant][run.task].append(run)
+    return {
+        variant: {
+            task: Cell.of(
+                [float(r.metrics[metric]) * scale for r in group], sum(r.at_chance(metric) for r in group)
+            )
+            for task, group in tasks.items()
+        }
+        for variant, tasks in values.items()
+    }

@@ -1,0 +1,143 @@
+"""The report's markdown tables: our accuracy per attention × task, the papers' tables in their own
+layout with ours beside each published figure, and the jobs that did not complete."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from lra.report.provenance import markdown_table
+from lra.report.published import RUN_COST, RUN_COST_PAPER, SKYFORMER_TASK_ORDER, TASKS, PublishedAccuracy
+from lra.report.runs import GENERATED, Cell, Run, metric_cells
+
+MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
+REFERENCE = "standard"  # the attention the cost ratios are taken against, as Skyformer Table 2
+
+
+def average_column(cells: dict[str, Cell]) -> str:
+    """Mean of the five task means, or which tasks are missing."""
+    missing = [task for task in TASKS if task not in cells]
+    if missing:
+        return "missing: " + ", ".join(missing)
+    return f"{statistics.fmean(cells[task].mean for task in TASKS):.2f}"
+
+
+def accuracy_table(runs: Sequence[Run], metric: str = "test/acc") -> str:
+    """Ours: ``metric`` (%) per variant × task, mean ± std (seeds, and how many at chance)."""
+    cells = metric_cells(runs, metric, scale=100.0)
+    rows = [
+        [variant, *(cells[variant][t].format() if t in cells[variant] else "—" for t in TASKS),
+         "none: not the LRA data" if GENERATED in variant else average_column(cells[variant])]
+        for variant in sorted(cells)
+    ]  # fmt: skip
+    return markdown_table(["attention", *TASKS, "average"], rows)
+
+
+def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str, str | None]]:
+    """(attention, our variant or None) per row of a paper's table: each published attention with every
+    variant of it we ran (or None), then the variants of attentions the paper does not have. Runs on
+    generated data never sit beside a paper's figure."""
+    variants: dict[str, set[str]] = {}
+    for run in runs:
+        if GENERATED not in run.variant:
+            variants.setdefault(run.attention, set()).add(run.variant)
+    rows: list[tuple[str, str | None]] = []
+    for attention in [*published, *sorted(set(variants) - set(published))]:
+        rows += [(attention, variant) for variant in sorted(variants.get(attention, ()))] or [
+            (attention, None)
+        ]
+    return rows
+
+
+def paper_accuracy_table(runs: Sequence[Run], table: PublishedAccuracy, metric: str = "test/acc") -> str:
+    """``table`` in its paper's column order, each cell ``ours / the paper's``, AVG as the paper
+    computes it (the mean of the five task accuracies) with the paper's printed AVG beside."""
+    cells = metric_cells(runs, metric, scale=100.0)
+    rows = []
+    for attention, variant in paper_rows(runs, list(table.rows)):
+        ours = cells.get(variant, {}) if variant else {}
+        in_paper = attention in table.rows
+        row = [variant or attention]
+        for task in table.columns:
+            mine = ours[task].format() if task in ours else "—"
+            row.append(f"{mine} / {table.accuracy(attention, task):.2f}" if in_paper else f"{mine} / —")
+        mine_average = average_column(ours) if set(TASKS) <= set(ours) else "—"
+        row.append(f"{mine_average} / {table.averages[attention]:.2f}" if in_paper else f"{mine_average} / —")
+        rows.append(row)
+    return markdown_table(["attention", *table.columns, "AVG"], rows)
+
+
+def memory_cells(runs: Sequence[Run]) -> tuple[dict[str, dict[str, Cell]], list[str]]:
+    """Peak memory in GB per variant × task (GPU max allocated where measured, else CPU peak RSS),
+    and the measures used."""
+    found = {label: metric_cells(runs, metric, scale=1 / 1024) for metric, label in MEMORY_METRICS.items()}
+    merged: dict[str, dict[str, Cell]] = {}
+    for cells in reversed(found.values()):  # GPU last, so it wins where both were recorded
+        for variant, tasks in cells.items():
+            merged.setdefault(variant, {}).update(tasks)
+    return merged, [label for label, cells in found.items() if cells]
+
+
+def ratio(value: float | None, reference: float | None) -> str:
+    return f"×{value / reference:.2f}" if value is not None and reference else "×—"
+
+
+def cost_table(
+    runs: Sequence[Run], ours: dict[str, dict[str, Cell]], published: dict[str, dict[str, float]], digits: int
+) -> str:
+    """Skyformer Table 2's layout for one measure: per task ``ours ×ratio / paper's ×ratio``, each ratio
+    to its own ``standard`` row (our reference: the first ``standard`` variant we ran); a variant with
+    runs at chance says how many in its label."""
+    rows = paper_rows(runs, list(published))
+    reference = next((variant for attention, variant in rows if attention == REFERENCE and variant), None)
+    table = []
+    for attention, variant in rows:
+        flagged = sum(run.at_chance() for run in runs if variant and run.variant == variant)
+        row = [f"{variant} ({flagged} run(s) at chance)" if flagged else variant or attention]
+        for task in SKYFORMER_TASK_ORDER:
+            mine = ours.get(variant, {}).get(task) if variant else None
+            base = ours.get(reference, {}).get(task) if reference else None
+            paper = published.get(attention, {}).get(task)
+            paper_base = published[REFERENCE][task]
+            left = f"{mine.format(digits)} {ratio(mine.mean, base and base.mean)}" if mine else "—"
+            right = f"{paper:.2f} {ratio(paper, paper_base)}" if paper is not None else "—"
+            row.append(f"{left} / {right}")
+        table.append(row)
+    return markdown_table(["attention", *SKYFORMER_TASK_ORDER], table)
+
+
+def skyformer_cost_tables(runs: Sequence[Run]) -> str:
+    """Skyformer Table 2: whole-run hours and peak GB per task, ours beside the paper's, with ratios."""
+    hours = metric_cells(runs, "perf/train_time_s", scale=1 / 3600)
+    steps = metric_cells(runs, "train/steps")
+    memory, measures = memory_cells(runs)
+    step_counts = sorted({f"{cell.mean:.0f}" for tasks in steps.values() for cell in tasks.values()})
+    return "\n\n".join(
+        [
+            f"Each cell: ours, mean ± std (seeds), ×ratio to our `{REFERENCE}` on the task / "
+            f"{RUN_COST_PAPER}, ×ratio to its self-attention. Hours are not comparable across machines; "
+            f"the ratios are. Our runs trained {', '.join(step_counts) or 'no'} steps (the paper: 50k).",
+            "Wall time of the whole fit (hours):",
+            cost_table(runs, hours, {c.attention: c.hours for c in RUN_COST}, 3),
+            f"Peak memory (GB; ours: {', '.join(measures) or 'none recorded'}):",
+            cost_table(runs, memory, {c.attention: c.peak_gb for c in RUN_COST}, 2),
+        ]
+    )
+
+
+def failed_section(runs: Sequence[Run]) -> str:
+    failed = [run for run in runs if run.status != "completed"]
+    if not failed:
+        return "None."
+    rows = [
+        [
+            r.task,
+            r.variant,
+            r.seed,
+            r.status,
+            (r.error.splitlines() or [""])[-1][:200].replace("|", "\\|"),
+            f"`{r.path.parent}`",
+        ]
+        for r in failed
+    ]
+    return markdown_table(["task", "attention", "seed", "status", "error", "run folder"], rows)

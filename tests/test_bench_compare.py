@@ -1,0 +1,69 @@
+"""``python -m lra.bench compare`` on tiny sizes: a row per core and length, the report's provenance,
+and the authors' code loaded from a checkout (a stand-in one here) with unusable cores skipped."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from lra.bench.__main__ import main
+
+TINY = ["--lengths", "64", "--batch", "1", "--rounds", "2", "--warmup", "1"]
+
+# A stand-in for the Skyformer checkout's src/models/attention_nystrom.py: their calling convention
+# (a config dict; q, k, v and a float mask), plain softmax attention inside.
+STAND_IN = """
+import torch
+
+class NystromAttention(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.scale = config["head_dim"] ** -0.5
+
+    def forward(self, Q, K, V, mask):
+        scores = Q @ K.transpose(-1, -2) * self.scale - 1e9 * (1 - mask[:, None, None, :])
+        return torch.softmax(scores, dim=-1) @ V
+"""
+
+
+@pytest.fixture
+def stand_in_checkout(tmp_path, monkeypatch):
+    models = tmp_path / "src" / "models"
+    models.mkdir(parents=True)
+    (models / "__init__.py").write_text("")
+    (models / "attention_nystrom.py").write_text(STAND_IN)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield tmp_path
+    for name in [name for name in sys.modules if name == "models" or name.startswith("models.")]:
+        del sys.modules[name]
+
+
+def test_against_previous_writes_a_row_per_core_with_the_provenance(tmp_path):
+    assert main(["compare", "--against", "previous", *TINY, "--out", str(tmp_path)]) == 0
+    report = (tmp_path / "compare_previous_cpu.md").read_text()
+    for core in ("nystrom", "skyformer", "performer"):
+        assert f"| {core} | 64 |" in report
+    assert "- command: `python -m lra.bench compare --against previous" in report
+    assert "load average" in report
+    rows = (tmp_path / "compare_previous_cpu.csv").read_text().splitlines()
+    assert rows[0].startswith("label,length,ours_median_ms") and len(rows) == 4
+
+
+def test_against_authors_loads_their_code_and_skips_what_cannot_be_compared(stand_in_checkout, tmp_path):
+    cores = ["nystrom", "performer", "no_such_core"]
+    checkout = ["--authors-code", str(stand_in_checkout)]
+    argv = ["compare", "--against", "authors", *checkout, "--cores", *cores, *TINY, "--out", str(tmp_path)]
+    assert main(argv) == 0
+    report = (tmp_path / "compare_authors_cpu.md").read_text()
+    assert "| nystrom | 64 |" in report
+    assert "- skipped performer: ModuleNotFoundError" in report
+    assert "- skipped no_such_core: not a registered attention here" in report
+
+
+def test_against_authors_needs_a_checkout(tmp_path):
+    out = ["--out", str(tmp_path)]
+    with pytest.raises(SystemExit):
+        main(["compare", "--against", "authors", *TINY, *out])
+    with pytest.raises(SystemExit):
+        main(["compare", "--against", "authors", "--authors-code", str(tmp_path / "missing"), *TINY, *out])

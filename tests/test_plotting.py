@@ -1,0 +1,44 @@
+"""The shared plotting pieces: one colour per attention, and the legibility check every plot test uses."""
+
+from __future__ import annotations
+
+import attention_zoo
+from lra.plotting import ATTENTION_COLORS, agg_pyplot, attention_color, save_figure, text_problems
+
+
+def test_every_registered_attention_has_its_own_colour_in_every_variant():
+    names = attention_zoo.available()
+    colours = [attention_color(name) for name in names]
+    assert len(set(colours)) == len(colours)
+    assert (
+        attention_color("nystrom (num_landmarks=32)")
+        == attention_color("nystrom")
+        == ATTENTION_COLORS["nystrom"]
+    )
+    assert attention_color("theirs") == attention_color("theirs")  # a plugin's colour is stable
+
+
+def test_a_tidy_figure_has_no_problems_and_is_saved_as_png_and_svg(tmp_path):
+    plt = agg_pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3), layout="constrained")
+    ax.plot([1, 2, 3], [1, 4, 9], label="nystrom", color=attention_color("nystrom"))
+    ax.set(title="ListOps, CPU", xlabel="steps", ylabel="accuracy (%)")
+    ax.legend(loc="upper left")
+    assert text_problems(fig) == []
+    written = save_figure(fig, tmp_path / "tidy.png")
+    assert [p.name for p in written] == ["tidy.png", "tidy.svg"] and all(
+        p.stat().st_size > 0 for p in written
+    )
+
+
+def test_a_legend_off_the_image_and_crowded_log_ticks_are_found():
+    plt = agg_pyplot()
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([300, 450], [1, 2], label="a label far too long to fit beside this small plot")
+    fig.legend(loc="center left", bbox_to_anchor=(0.8, 0.5))
+    ax.set_xscale("log")
+    ax.set_xticks([300, 310, 320, 330], labels=["3×10²", "3.1×10²", "3.2×10²", "3.3×10²"])
+    problems = text_problems(fig)
+    plt.close(fig)
+    assert any("leaves the figure" in p for p in problems)
+    assert any("overlap" in p for p in problems)

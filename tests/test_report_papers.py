@@ -1,0 +1,154 @@
+"""The report's papers' artefacts on synthetic summary.json files (schema 2): runs at chance flagged,
+``--paper``, ``--final``, validation curves from the metrics CSVs (a truncated one named), every figure
+legible, and the same tables in W&B (offline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import compose_config, smoke_overrides
+from report_summaries import write_curve, write_summary
+
+from lra.plotting import agg_pyplot, text_problems
+from lra.report.cli import main
+from lra.report.curves import read_curve, read_curves
+from lra.report.figures import accuracy_vs_time, speed_accuracy_memory, validation_curves
+from lra.report.published import TASKS
+from lra.report.runs import find_runs, latest_per_seed, load_run
+from lra.train import run
+
+MAJORITY = {"train": 0.5, "val": 0.5, "test": 0.5}
+# attention -> (test accuracy, median step ms, peak RSS MB); a long variant label tests the legend
+SWEEP = {
+    "standard": (0.62, 40.0, 4000.0),
+    "nystrom": (0.60, 20.0, 1500.0),
+    "skyformer": (0.61, 25.0, 1800.0),
+    "performer": (0.505, 18.0, 1200.0),  # at chance: at most 50% + 1 point
+}
+LONG_VARIANT = {
+    "attention": {"name": "nystrom", "num_landmarks": 32, "conv_kernel": 33},
+    "task": {"name": "listops", "dataset": "listops"},
+}
+
+
+def write_sweep(root: Path, seconds_per_step_ms: float = 30.0) -> Path:
+    """Two seeds of each ``SWEEP`` attention on all five tasks, with curves, ``step_ms ×
+    seconds_per_step_ms`` seconds long; a budget variant of nystrom on listops only (so the per-task
+    chart is drawn); one curve file cut mid-row."""
+    for attention, (acc, step_ms, rss) in SWEEP.items():
+        for task in TASKS:
+            for seed in (0, 1):
+                run_dir = write_summary(
+                    root, task, attention, seed, acc + 0.01 * seed, schema=2,
+                    config={"attention": {"name": attention}, "task": {"name": task, "dataset": task},
+                            "features": 128},
+                    data={"set": task, "majority_share": MAJORITY},
+                    metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": rss, "test/acc_final": acc - 0.02},
+                    train_time_s=step_ms * seconds_per_step_ms,
+                )  # fmt: skip
+                scale = step_ms * seconds_per_step_ms / 3
+                write_curve(run_dir, [(scale, 0.4), (2 * scale, acc - 0.05 + 0.03 * seed), (3 * scale, acc)])
+    variant = write_summary(
+        root, "listops", "nystrom", 0, 0.3, config=LONG_VARIANT, schema=2, finished="2025-01-02T10:00:00",
+        data={"set": "listops", "majority_share": MAJORITY}, metrics={"perf/step_ms": 15.0},
+    )  # fmt: skip
+    write_curve(variant, [(1.0, 0.2), (2.0, 0.3)], cut=True)
+    return root
+
+
+def test_runs_at_chance_are_flagged_in_the_tables_and_counted_at_the_top(tmp_path: Path):
+    out = tmp_path / "results"
+    runs = write_sweep(tmp_path / "runs")
+    assert main(["--runs", str(runs), "--out", str(out), "--final", "--paper", "nystromformer"]) == 0
+    text = (out / "lra_table.md").read_text()
+    # performer: 50.5% (at chance: at most 50% + 1 point) and 51.5% (not) on each task
+    assert "| performer | 51.00 ± 0.71 (2, 1 at chance) |" in text
+    # five performer runs and the budget variant's 30%
+    assert "at most the test split's majority-class share + 1 point): 6 run(s)" in text
+    assert "## Test accuracy at the final weights (%)" in text
+    assert "| standard | 62.50 ± 0.71 (2) |" in text  # test/acc: 62% and 63%
+    assert "| standard | 60.00 ± 0.00 (2) |" in text.split("final weights")[1]  # test/acc_final: 60%
+
+
+def test_schema_one_runs_say_no_flag_is_possible_and_other_schemas_one_line(tmp_path: Path, capsys):
+    write_summary(tmp_path, "listops", "nystrom", 0, 0.17)  # schema 1: no majority share
+    write_summary(tmp_path, "text", "nystrom", 0, 0.6, schema=3, finished="2025-01-02")
+    out = tmp_path / "results"
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    text = (out / "lra_table.md").read_text()
+    assert "1 run(s) record no majority-class share (1 with schema-1 summaries" in text
+    assert "summary.json schema 3 is not one this report reads" in text  # listed with the unreadable
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("skipped 1 summary.json file(s) of another schema")
+
+
+def test_paper_option_picks_one_papers_artefacts(tmp_path: Path):
+    runs, out = write_sweep(tmp_path / "runs"), tmp_path / "results"
+    assert main(["--runs", str(runs), "--out", str(out), "--paper", "lra"]) == 0
+    text = (out / "lra_table.md").read_text()
+    assert "## LRA paper" in text and "Skyformer paper" not in text and "Nyströmformer paper" not in text
+    for stem in ("lra_figure3", "lra_figure3_per_task", "lra_accuracy_vs_time"):
+        assert (out / f"{stem}.png").is_file() and (out / f"{stem}.svg").is_file(), stem
+    assert not (out / "skyformer_figure2.png").exists()
+
+
+def test_truncated_metrics_csv_is_named_and_the_rest_is_written(tmp_path: Path):
+    runs, out = write_sweep(tmp_path / "runs"), tmp_path / "results"
+    assert main(["--runs", str(runs), "--out", str(out), "--paper", "skyformer"]) == 0
+    text = (out / "lra_table.md").read_text()
+    missing = text.split("Runs without a curve")[1].split("\n## ")[0]
+    assert "| listops | nystrom (num_landmarks=32) | 0 | csv/metrics.csv is truncated" in missing
+    assert len([line for line in missing.splitlines() if line.startswith("| listops")]) == 1  # that run only
+    assert (out / "skyformer_figure2.png").is_file() and "![Figure 2" in text
+    assert "| performer (5 run(s) at chance) | 0.150 ± 0.000 (2) ×0.45 / 0.77 ×0.18 |" in text  # Table 2
+
+
+@pytest.mark.parametrize("seconds_per_step_ms", [0.5, 600.0])  # runs of seconds (a narrow log range), hours
+def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_path: Path, seconds_per_step_ms):
+    completed = latest_per_seed(find_runs([write_sweep(tmp_path, seconds_per_step_ms)]))
+    curves, missing = read_curves(completed)
+    assert len(missing) == 1
+    figures = {
+        "accuracy_vs_time": accuracy_vs_time(completed),
+        "validation_curves": validation_curves(curves),
+        "speed_accuracy_memory": speed_accuracy_memory(completed),
+        "speed_accuracy_memory per task": speed_accuracy_memory(completed, per_task=True),
+    }
+    for name, figure in figures.items():
+        assert figure is not None, name
+        assert text_problems(figure) == [], name
+        agg_pyplot().close(figure)
+
+
+def test_wandb_logs_the_tables_and_figures_to_one_offline_report_run(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    runs, out = write_sweep(tmp_path / "runs"), tmp_path / "results"
+    assert main(["--runs", str(runs), "--out", str(out), "--paper", "nystromformer", "--wandb"]) == 0
+    (run_dir,) = (out / "wandb").glob("offline-run-*")
+    assert b"report" in next(run_dir.glob("run-*.wandb")).read_bytes()  # the job type
+    (table_file,) = run_dir.rglob("table_3_test_accuracy_*.table.json")
+    table = json.loads(table_file.read_text())
+    markdown = (out / "lra_table.md").read_text().split("### Table 3")[1]
+    row = next(line for line in markdown.splitlines() if line.startswith("| standard |"))
+    assert table["columns"][:2] == ["attention", "listops"]
+    assert " | ".join(table["data"][0]) == row.strip("| ")  # the same row as the markdown
+    assert any(run_dir.rglob("lra_accuracy_vs_time_*.png"))
+
+
+def test_unknown_paper_is_one_line(tmp_path: Path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--runs", str(tmp_path), "--paper", "other"])
+    assert "invalid choice: 'other'" in capsys.readouterr().err
+
+
+def test_a_run_writes_its_validation_curve_whatever_the_logger(data_root: Path, tmp_path: Path):
+    extra = ("logger=none", "trainer.max_steps=3", "task.eval_every=2")
+    summary = run(compose_config(smoke_overrides(data_root, "listops", "standard", *extra)), tmp_path)
+    assert summary["status"] == "completed", summary["error"]
+    curve = read_curve(load_run(tmp_path / "summary.json"))
+    assert len(curve.seconds) == 2  # at step 2 (eval_every) and at the last step (3)
+    assert 0 < curve.seconds[0] < curve.seconds[1] <= summary["metrics"]["perf/train_time_s"]
+    assert all(0 <= accuracy <= 1 for accuracy in curve.accuracy)
