@@ -5,6 +5,7 @@ study names, the objective, ``+best=PATH``, and searches on the tiny data that c
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from test_resume import lra, signal_at
 
 import attention_zoo
 from lra.errors import ConfigError
-from lra.naming import SWEPT_KEYS_ENV
+from lra.naming import SWEPT_KEYS_ENV, parse
 from lra.search.best import apply_best, objective
 from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name
 from lra.summary import read_summaries
@@ -128,7 +129,8 @@ def test_a_search_reaches_n_trials_in_total_across_restarts_and_an_interruption(
     sweep = search_folder(tmp_path)
     best = OmegaConf.load(sweep / "best.yaml")
     assert best.value == study.best_value and best.params == study.best_params
-    assert f"+best=multirun/search/{sweep.name}/best.yaml" in best.command
+    (best_override,) = parse([word for word in shlex.split(best.command) if word.startswith("+best=")])
+    assert best_override.value() == f"multirun/search/{sweep.name}/best.yaml"  # parses, '=' and all
     folders = sorted(path for path in sweep.iterdir() if path.is_dir())
     assert [path.name.split("_", 1)[0] for path in folders] == ["0", "1", "2", "3", "4"]
     assert all("-lr=" in path.name and "-num_landmarks=" in path.name for path in folders)

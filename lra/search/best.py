@@ -46,7 +46,9 @@ def tuned_command(task: str, attention: str, fixed: dict[str, str], best_file: P
     """The command that trains the best parameters for 3 seeds with the search's fixed options."""
     kept = [f"{key}={value}" for key, value in fixed.items() if key not in TRIAL_BUDGET_KEYS]
     words = ["python", "-m", "lra", "-m", f"task={task}", f"attention={attention}", *kept]
-    return shlex.join([*words, f"+{BEST_KEY}={best_file}", f"seed={TUNED_SEEDS}"])
+    # The path is quoted for Hydra's override grammar (a study folder's name holds '='), then for the shell.
+    best = f"\"+{BEST_KEY}='{best_file}'\""
+    return f"{shlex.join(words)} {best} seed={TUNED_SEEDS}"
 
 
 def write_best(path: Path, record: dict[str, Any]) -> Path:
