@@ -35,15 +35,18 @@ def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> float:
     from lra.errors import ConfigError
-    from lra.preemption import SubmititRequeue  # imported here so that a bad command line fails
     from lra.search.best import apply_best, objective
-    from lra.train import run  # before torch loads
 
+    hydra_config = HydraConfig.get()
     try:
+        if hydra_config.mode == RunMode.RUN and hydra_config.runtime.choices.get("hparams_search"):
+            raise ConfigError("hparams_search is a search over many runs: add -m")
         cfg = apply_best(cfg)
     except ConfigError as error:
         print(f"lra: failed: {error}", file=sys.stderr, flush=True)
         sys.exit(1)
+    from lra.preemption import SubmititRequeue  # imported here so that a bad command line fails
+    from lra.train import run  # before torch loads
 
     # Hydra's handlers (console and <run dir>/<job>.log) already take Lightning's messages:
     # without this, Lightning's own console handler would print each of them a second time.
@@ -52,7 +55,6 @@ def main(cfg: DictConfig) -> float:
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
     # Its advice on mid-epoch resumes: the loader's position travels in lra.training_state's callback.
     warnings.filterwarnings("ignore", message=r".*resuming from a checkpoint that ended before the epoch")
-    hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
     job_overrides = list(hydra_config.overrides.task)
     requeue = SubmititRequeue.install()  # a SLURM job: pre-emption and time-outs requeue it

@@ -162,6 +162,8 @@ def test_a_bad_search_stops_with_one_line_before_any_trial(data_root, tmp_path):
         refused = lra([*command, bad], tmp_path)
         assert refused.returncode == 1 and message in refused.stderr.splitlines()[-1], refused.stderr[-2000:]
     assert not (tmp_path / "multirun").exists() or not any((tmp_path / "multirun").rglob("summary.json"))
+    single = lra(command[1:], tmp_path)  # without -m
+    assert single.returncode == 1 and "add -m" in single.stderr.splitlines()[-1]
 
 
 @pytest.mark.slow  # waits 3 heartbeats of 1 s
