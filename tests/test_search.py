@@ -17,7 +17,7 @@ from test_resume import lra, signal_at
 
 import attention_zoo
 from lra.errors import ConfigError
-from lra.naming import SWEPT_KEYS_ENV, parse
+from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
 from lra.search.best import apply_best, objective
 from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name
 from lra.summary import read_summaries
@@ -52,6 +52,13 @@ def test_the_study_name_keeps_the_fixed_options_that_change_what_a_trial_compute
     )
     sampled = ["attention.num_landmarks=choice(32,64)", "attention.num_landmarks=64"]
     assert study_name("listops", "nystrom", [*command, *sampled]) == "listops-nystrom-max_steps=2000"
+
+
+def test_a_trial_is_grouped_in_wandb_by_its_study(monkeypatch):
+    monkeypatch.delenv(STUDY_ENV, raising=False)
+    assert run_group("listops") == "listops"
+    monkeypatch.setenv(STUDY_ENV, "listops-nystrom-max_steps=2000")  # set by the search for its trials
+    assert run_group("listops") == "listops-nystrom-max_steps=2000"
 
 
 def test_the_objective_is_the_best_validation_accuracy_or_nan():
