@@ -19,7 +19,7 @@ import attention_zoo
 from lra.errors import ConfigError
 from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
 from lra.search.best import apply_best, objective
-from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name
+from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name, trained_params
 from lra.summary import read_summaries
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
@@ -135,7 +135,7 @@ def test_a_search_reaches_n_trials_in_total_across_restarts_and_an_interruption(
 
     sweep = search_folder(tmp_path)
     best = OmegaConf.load(sweep / "best.yaml")
-    assert best.value == study.best_value and best.params == study.best_params
+    assert best.value == study.best_value and best.params == trained_params(study.best_params)
     (best_override,) = parse([word for word in shlex.split(best.command) if word.startswith("+best=")])
     assert best_override.value() == f"multirun/search/{sweep.name}/best.yaml"  # parses, '=' and all
     folders = sorted(path for path in sweep.iterdir() if path.is_dir())

@@ -24,6 +24,17 @@ ERROR_ATTR = "error"
 RUN_DIR_ATTR = "run_dir"
 
 
+def trained_value(value: Any) -> Any:
+    """The value a trial trains with for a sampled one: a float to 4 significant digits (readable folder
+    names, and far finer than any sensitivity of the search), anything else as drawn."""
+    return float(f"{value:.4g}") if isinstance(value, float) else value
+
+
+def trained_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``trained_value`` of each of a trial's sampled parameters."""
+    return {key: trained_value(value) for key, value in params.items()}
+
+
 def fixed_options(overrides: Sequence[str]) -> dict[str, str]:
     """``{key: value}`` of the command line's plain overrides that change what a trial computes: not the
     task or attention (already in the name), not a sampled key, a path or a worker count."""

@@ -44,6 +44,7 @@ from lra.search.study import (
     open_storage,
     run_again,
     study_name,
+    trained_params,
     trial_counts,
 )
 from lra.summary import job_summary_file
@@ -127,14 +128,17 @@ class StudySweeper(OptunaSweeperImpl):
         space: dict[str, Any],
         fixed: dict[str, str],
     ) -> list[Sequence[str]]:
-        """Each trial's overrides, its values drawn by the sampler seeded with ``seed + trial number``: a
-        restarted study does not propose its first trials' values again (as one seed would), and workers
-        sharing a study draw differently (trial numbers are unique in a study)."""
+        """Each trial's overrides, its values drawn by the sampler seeded with ``seed + trial number`` (a
+        restarted study does not propose its first trials' values again, as one seed would, and workers
+        sharing a study draw differently: trial numbers are unique in a study) and trained as
+        ``trained_value`` rounds them."""
         seed = self.sampler.keywords.get("seed")
         overrides: list[Sequence[str]] = []
         for trial in trials:
             study.sampler = self.sampler(seed=None if seed is None else seed + trial.number)
-            overrides += self._configure_trials([trial], space, fixed)
+            self._configure_trials([trial], space, fixed)  # draws the values, records the fixed ones
+            values = {**trained_params(trial.params), **fixed}
+            overrides.append(tuple(f"{key}={value}" for key, value in values.items()))
         return overrides
 
     def trials_to_go(self, study: optuna.Study) -> int:
@@ -196,12 +200,12 @@ class StudySweeper(OptunaSweeperImpl):
                 "attention": attention,
                 "value": best.value,
                 "trial": best.number,
-                "params": best.params,
+                "params": trained_params(best.params),
                 "run_dir": best.user_attrs.get(RUN_DIR_ATTR),
                 "command": tuned_command(task, attention, fixed, path),
             },
         )
-        log.info(f"Best val/acc_best {best.value:.4f} (trial {best.number}): {best.params}")
+        log.info(f"Best val/acc_best {best.value:.4f} (trial {best.number}): {trained_params(best.params)}")
         log.info(f"Wrote {path}; train it: {tuned_command(task, attention, fixed, path)}")
 
 
