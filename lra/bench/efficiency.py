@@ -223,5 +223,5 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         outputs.announce("csv,md")
         return
     outputs.write_page(*page(rows_by_scope, args, device))
-    write_plot(outputs, rows_by_scope)
+    write_plot(outputs, rows_by_scope, args, device)
     outputs.announce("csv,md,png")

@@ -14,10 +14,13 @@ from lra.bench.baselines import NAIVE
 from lra.bench.efficiency_paper import published_section
 from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
-from lra.bench.output import Outputs, pyplot
+from lra.bench.output import Outputs
+from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
 from lra.report.provenance import markdown_table
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from lra.bench.efficiency import Measurement
 
 CSV_COLUMNS = {
@@ -155,25 +158,70 @@ def page(
     return f"Efficiency on {device.type}", paragraphs, sections
 
 
-def write_plot(outputs: Outputs, rows_by_scope: dict[str, list[Measurement]]) -> None:
-    """Log–log plot: one row of panels per scope, time and memory against length."""
-    plt = pyplot()
-    names = dict.fromkeys(row.attention for rows in rows_by_scope.values() for row in rows)
-    colors = {name: f"C{i}" for i, name in enumerate(names)}  # the same colour in every panel
-    fig, axes = plt.subplots(len(rows_by_scope), 2, figsize=(11, 4 * len(rows_by_scope)), squeeze=False)
-    for (scope, rows), (ax_time, ax_mem) in zip(rows_by_scope.items(), axes, strict=True):
-        for name in dict.fromkeys(row.attention for row in rows):
-            ok = [r for r in rows if r.attention == name and r.status == "ok"]
-            style = {"color": colors[name], "linestyle": "--" if name in BASELINES else "-", "marker": "o"}
-            for ax, field in ((ax_time, "time_ms"), (ax_mem, "peak_mem_mb")):
-                points = [(r.seq_len, getattr(r, field)) for r in ok if getattr(r, field) > 0]  # log axes
+def plot_where(settings: argparse.Namespace, device: torch.device) -> str:
+    """Where and how the plotted figures were measured, for the plot's title."""
+    count = settings.threads
+    threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
+    return f"{device.type}, batch {settings.batch}, dim {settings.dim}, {settings.heads} heads, {threads}"
+
+
+def stop_note(rows: Sequence[Measurement]) -> str:
+    """Where each scope's run of one attention stopped, e.g. `` (oom at 16384)``, or
+    `` (layer: oom at 16384; encoder: timeout at 8192)`` when the scopes differ; empty when it never did."""
+    scopes = list(dict.fromkeys(row.scope for row in rows))
+    stops = {}
+    for row in sorted(rows, key=lambda r: (scopes.index(r.scope), r.seq_len)):
+        if row.status not in ("ok", "skipped"):
+            stops.setdefault(row.scope, f"{row.status} at {row.seq_len}")
+    distinct = set(stops.values())
+    if len(distinct) == 1 and len(stops) == len(scopes):  # alike in every scope
+        return f" ({distinct.pop()})"
+    return f" ({'; '.join(f'{scope}: {stop}' for scope, stop in stops.items())})" if stops else ""
+
+
+PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
+
+
+def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -> Figure:
+    """Log–log: one row of panels per scope, time and memory against length, one colour per attention
+    (dashed: the baselines); an attention that stopped (oom, timeout, error) says where in the legend."""
+    plt = agg_pyplot()
+    all_rows = [row for rows in rows_by_scope.values() for row in rows]
+    names = list(dict.fromkeys(row.attention for row in all_rows))
+    labels = {name: name + stop_note([r for r in all_rows if r.attention == name]) for name in names}
+    fig, axes = plt.subplots(
+        len(rows_by_scope), 2, figsize=(11, 3.6 * len(rows_by_scope) + 1.2), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    fig.suptitle(f"Forward+backward time and peak memory against sequence length ({where})", fontsize=11)
+    for (scope, rows), panel_row in zip(rows_by_scope.items(), axes, strict=True):
+        lengths = sorted({row.seq_len for row in rows})
+        for ax, (field, quantity) in zip(panel_row, PLOTTED.items(), strict=True):
+            for name in dict.fromkeys(row.attention for row in rows):
+                points = sorted(
+                    (r.seq_len, getattr(r, field))
+                    for r in rows
+                    if r.attention == name and r.status == "ok" and getattr(r, field) > 0  # log axes
+                )
                 if points:
-                    ax.plot(*zip(*points, strict=True), label=name, **style)
-        for ax, label in ((ax_time, "time (ms)"), (ax_mem, "peak memory (MB)")):
-            ax.set(xlabel="sequence length", ylabel=label, title=f"{scope}: {label}")
+                    ax.plot(
+                        *zip(*points, strict=True), label=labels[name], color=attention_color(name),
+                        linestyle="--" if name in BASELINES else "-", marker="o", markersize=4,
+                    )  # fmt: skip
+            ax.set(xlabel="sequence length", ylabel=quantity, title=f"{scope}: {quantity}")
             if ax.has_data():
-                ax.set(xscale="log", yscale="log")
-                ax.xaxis.set_major_formatter(plt.ScalarFormatter())
-                ax.legend(fontsize=8)
+                log_axis_at(ax, "x", lengths)
+                log_axis(ax, "y")
             ax.grid(True, which="both", alpha=0.3)
-    outputs.write_figure(fig)
+    legend_below(fig, list(axes.flat), max_columns=6)
+    return fig
+
+
+def write_plot(
+    outputs: Outputs,
+    rows_by_scope: dict[str, list[Measurement]],
+    settings: argparse.Namespace,
+    device: torch.device,
+) -> None:
+    """``<stem>.png`` and ``.svg``: ``efficiency_figure`` of the measured rows."""
+    outputs.write_figure(efficiency_figure(rows_by_scope, plot_where(settings, device)))

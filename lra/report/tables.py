@@ -43,9 +43,8 @@ def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str,
             variants.setdefault(run.attention, set()).add(run.variant)
     rows: list[tuple[str, str | None]] = []
     for attention in [*published, *sorted(set(variants) - set(published))]:
-        rows += [(attention, variant) for variant in sorted(variants.get(attention, ()))] or [
-            (attention, None)
-        ]
+        ours = sorted(variants.get(attention, ()))
+        rows += [(attention, variant) for variant in ours] if ours else [(attention, None)]
     return rows
 
 
