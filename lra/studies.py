@@ -69,7 +69,7 @@ def study_plots(study: Any, out_dir: Path) -> dict[str, Path]:
         completed = trial_counts(study.get_trials(deepcopy=False))["completed"]
         if completed >= 2:
             evaluator = optuna.importance.MeanDecreaseImpurityImportanceEvaluator(seed=IMPORTANCE_SEED)
-            # Optuna 2.10's importance plot calls matplotlib.cm.get_cmap, which matplotlib 3.9 removed.
+            # Optuna 2.10's importance plot calls matplotlib.cm.get_cmap, which matplotlib 3.11 no longer has.
             with mock.patch("matplotlib.cm.get_cmap", matplotlib.colormaps.get_cmap, create=True):
                 importance = optuna_plots.plot_param_importances(
                     study, evaluator=evaluator, target_name=OBJECTIVE
