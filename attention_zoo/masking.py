@@ -39,3 +39,10 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.
             f"mask must be bool (batch, seq) = {(q.shape[0], q.shape[2])}, "
             f"got {mask.dtype} {tuple(mask.shape)}"
         )
+
+
+def real_tokens(q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The mask of q (batch, heads, seq, d) as (batch, seq) bool, all True when mask is None."""
+    if mask is not None:
+        return mask
+    return torch.ones(q.shape[0], q.shape[2], dtype=torch.bool, device=q.device)

@@ -9,12 +9,13 @@ each plot from synthetic data and assert ``text_problems(fig) == []``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.axis import Axis
     from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure
@@ -72,6 +73,51 @@ def save_figure(fig: Figure, path: Path, formats: Iterable[str] = SAVED_FORMATS)
         fig.savefig(target, dpi=120)
     agg_pyplot().close(fig)
     return written
+
+
+def legend_below(fig: Figure, axes: Sequence[Axes], max_columns: int) -> None:
+    """One legend for all panels of ``fig`` (a figure with constrained layout), below them and inside
+    the image: each label once, in as many columns (at most ``max_columns``) as the figure's width holds."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    renderer = fig.canvas.get_renderer()
+    for columns in range(min(max_columns, len(entries)), 0, -1):
+        legend = fig.legend(
+            list(entries.values()), list(entries), loc="outside lower center", ncol=columns, fontsize=8
+        )
+        if columns == 1 or legend.get_window_extent(renderer).width < 0.98 * fig.bbox.width:
+            return
+        legend.remove()
+
+
+def log_axis_at(ax: Axes, which: str, values: Sequence[float], min_ratio: float = 1.4) -> None:
+    """A log ``which`` ("x" or "y") axis labelled in plain numbers at ``values`` (e.g. the measured
+    lengths), leaving out a value within ×``min_ratio`` of the last labelled one; minor ticks unlabelled."""
+    from matplotlib.ticker import NullFormatter
+
+    labelled: list[float] = []
+    for value in sorted(v for v in values if v > 0):
+        if not labelled or value >= min_ratio * labelled[-1]:
+            labelled.append(value)
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_ticks(labelled, [f"{value:g}" for value in labelled])
+    axis.set_minor_formatter(NullFormatter())
+
+
+def log_axis(ax: Axes, which: str) -> None:
+    """A log ``which`` ("x" or "y") axis labelled at 1, 2 and 5 × each decade (every few decades when
+    the range is wide) in plain numbers, minor ticks unlabelled: matplotlib's default labels the minor
+    ticks of a narrow range (3×10² 4×10²), and they collide."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=6))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _visible_texts(fig: Figure) -> list:

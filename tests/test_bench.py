@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.bench import efficiency_tables, fidelity, fidelity_tables
+from lra.bench import efficiency_paper, efficiency_tables, fidelity, fidelity_tables
 from lra.bench.__main__ import main
-from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, build_core
+from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, bench_names, build_core
 from lra.bench.efficiency import Measurement, measure, sweep
 from lra.bench.efficiency_workloads import BenchConfig
 from lra.bench.fidelity_checkpoint import checkpoint_core_inputs
@@ -128,6 +128,31 @@ def test_memory_growth_table_reads_ratios_over_eight_times_length():
     ]
     text = efficiency_tables.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
     assert "| a | ×8 | ×64 |" in text
+
+
+def test_paper_mode_measures_the_tables_rows_in_its_layout(tmp_path):
+    argv = ["efficiency", "--paper", "nystromformer-table1", "--lengths", "128", "64", "--dim", "32"]
+    argv += ["--heads", "2", "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]
+    assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
+    columns, rows = read_csv(tmp_path / "nystromformer_table1_cpu.csv")
+    assert tuple(columns) == ("label", *efficiency_tables.CSV_COLUMNS)
+    table = efficiency_paper.PAPER_TABLES["nystromformer-table1"]
+    assert [(r["label"], r["attention"], int(r["seq_len"])) for r in rows] == [
+        (row.label, row.attention, n) for row in table.rows for n in (64, 128)
+    ]
+    for row in rows:  # an attention not (yet) in the registry is a row that says so
+        registered = row["attention"] in bench_names()
+        assert row["status"] == ("ok" if registered else "not registered")
+        assert (row["time_ms"] != "") == registered
+    report = (tmp_path / "nystromformer_table1_cpu.md").read_text()
+    assert "inference_mode" in report and "## Published" in report and "| Nyströmformer-32 |" in report
+
+
+def test_paper_layout_cells_are_memory_and_time_with_factors_to_the_first_row():
+    figures = {("T", 512): (100.0, 10.0), ("A", 512): (25.0, 5.0), ("B", 512): "oom"}
+    table = efficiency_paper.layout_table(figures, ["T", "A", "B", "C"], [512])
+    assert "| T | 100 / 10.0 |" in table and "| A | 25.0 (×4.0) / 5.0 (×2.0) |" in table
+    assert "| B | oom |" in table and "| C | — |" in table
 
 
 def test_unknown_attention_is_a_usage_error(capsys):

@@ -24,12 +24,13 @@ from data_prep.pathfinder.generator import (
     generate_images,
     generate_range,
     image_rng,
+    paddle_intensity,
+    to_bytes,
 )
 from data_prep.pathfinder.layout import FREE, blocked
 from data_prep.pathfinder.release import read_image
 from data_prep.pathfinder.settings import PRESETS, settings_for
 from data_prep.pathfinder.snakes import CROWDED
-from data_prep.pathfinder.stats import count_components, distance_accuracy
 
 
 def load_all(name: str, root: Path) -> dict[str, data_prep.PreparedSplit]:
@@ -293,7 +294,7 @@ def test_generated_sets_are_balanced_reproducible_and_per_image():
 
 
 # SHA-256 of the tokens (16, 1024) uint8 and labels (16,) int64 of images 0..15 of seed 0, hard, 32×32.
-PINNED_SET_SHA256 = "8d4e0c0d8d6a1ed826cc9d985c2917a2a91e3dc089c89f414591f7ae21f28169"
+PINNED_SET_SHA256 = "32f0b00798c842d3cbebc8ef6bc58b764b44ec948d5efa986ae7c6144e169267"
 
 
 def test_generated_bytes_are_pinned():
@@ -302,6 +303,21 @@ def test_generated_bytes_are_pinned():
     tokens, labels = generate_range(0, 0, 16, "hard", 32)
     digest = hashlib.sha256(tokens.tobytes() + labels.astype("<i8").tobytes()).hexdigest()
     assert digest == PINNED_SET_SHA256
+
+
+def test_grey_levels_round_as_the_original():
+    # A main-path pixel of line value 222 (contrast 0.75 × 2) in an image whose brightest pixel is
+    # a distractor's (contrast 2): 222 / 255 × 1.5 × 255 / 2 = 166.5 before rounding. The original
+    # rounded paddle pixels to float32 and byte-scaled in scipy's steps, which gives 166 (float64
+    # throughout gives 167: the pairs of swapped grey levels of issue 22).
+    pixels = paddle_intensity(np.array([222.0, 255.0]) / 255, np.array([1.5, 2.0]))
+    assert pixels.dtype == np.float32
+    image = np.zeros((1, 2, 2))
+    image[0, 0] = pixels
+    assert to_bytes(image).tolist() == [[[166, 255], [0, 0]]]
+    # Byte-scaling by the image's own minimum and maximum, as scipy's bytescale: (x - min) * 255 / spread.
+    assert to_bytes(np.array([[[0.5, 1.0], [0.75, 0.5]]])).tolist() == [[[0, 255], [128, 0]]]
+    assert to_bytes(np.full((1, 2, 2), 0.3)).tolist() == [[[0, 0], [0, 0]]]  # a flat image: spread 1
 
 
 def test_settings_are_lras_at_its_sizes_and_scaled_between():
@@ -414,31 +430,6 @@ def test_bad_generator_options_fail_in_one_line_and_leave_no_set(tmp_path, capsy
         main([*base, "--num", "20", "--difficulty", "medium"])
     assert "choose from 'easy', 'intermediate', 'hard'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # nothing half-written, not even the data root
-
-
-# ---------------------------------------------------------------- the closeness benchmark
-
-
-def test_components_are_counted_with_8_connectivity():
-    binary = np.zeros((3, 6, 6), dtype=bool)
-    binary[0, 0, 0] = binary[0, 1, 1] = binary[0, 3, 3] = True  # a diagonal pair and a single pixel
-    binary[1, :, 2] = binary[1, 0, 5] = True
-    binary[2] = True
-    assert count_components(binary).tolist() == [2, 2, 1]
-
-
-def test_distance_accuracy_sees_a_distance_cue_and_no_cue():
-    labels = np.arange(400) % 2
-    assert distance_accuracy(labels * 5.0 + np.random.default_rng(0).random(400), labels) == 1.0
-    assert abs(distance_accuracy(np.random.default_rng(1).random(400), labels) - 0.5) < 0.1
-
-
-def test_stats_command_writes_the_table(tmp_path, capsys):
-    out = tmp_path / "stats.md"
-    assert main(["pathfinder-stats", "--num", "20", "--difficulty", "easy", "--out", str(out)]) == 0
-    text = out.read_text()
-    assert "pathfinder-stats --num 20" in text and "| mean pixel | 12.9 |" in text and "cores" in text
-    assert "target met" in capsys.readouterr().out
 
 
 def test_a_seed_kernel_that_can_leave_the_image_blocks_the_seed_as_in_the_original():

@@ -3,6 +3,7 @@ sets have their own names, and ``lra.report`` never puts a generated run beside 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,8 @@ def test_report_marks_the_generated_pathfinder_set_and_never_averages_it_with_th
     marked = f"nystrom (num_landmarks=8, dataset=pathfinder-generated, {GENERATED})"
     assert set(rows) == {release, marked}  # two rows: the generated run is never pooled with the release
     pathfinder = 4  # column of the pathfinder task (listops, text, retrieval, image, pathfinder, average)
-    assert rows[release][pathfinder].endswith("(1)") and rows[marked][pathfinder].endswith("(1)")
+    # one run in each cell: "(1)", or "(1, 1 at chance)" now that summaries carry the majority share
+    assert all(re.search(r"\(1[),]", rows[row][pathfinder]) for row in (release, marked))
     assert rows[marked][-1] == "none: not the LRA data"
 
 

@@ -33,9 +33,10 @@ LONG_VARIANT = {
 }
 
 
-def write_sweep(root: Path) -> Path:
-    """Two seeds of each ``SWEEP`` attention on all five tasks, with curves; a budget variant of nystrom
-    on listops only (so the per-task chart is drawn); one curve file cut mid-row."""
+def write_sweep(root: Path, seconds_per_step_ms: float = 30.0) -> Path:
+    """Two seeds of each ``SWEEP`` attention on all five tasks, with curves, ``step_ms ×
+    seconds_per_step_ms`` seconds long; a budget variant of nystrom on listops only (so the per-task
+    chart is drawn); one curve file cut mid-row."""
     for attention, (acc, step_ms, rss) in SWEEP.items():
         for task in TASKS:
             for seed in (0, 1):
@@ -45,10 +46,10 @@ def write_sweep(root: Path) -> Path:
                             "features": 128},
                     data={"set": task, "majority_share": MAJORITY},
                     metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": rss, "test/acc_final": acc - 0.02},
-                    train_time_s=step_ms * 30,
+                    train_time_s=step_ms * seconds_per_step_ms,
                 )  # fmt: skip
-                scale = step_ms / 10
-                write_curve(run_dir, [(scale, 0.4), (2 * scale, acc - 0.05), (3 * scale, acc)])
+                scale = step_ms * seconds_per_step_ms / 3
+                write_curve(run_dir, [(scale, 0.4), (2 * scale, acc - 0.05 + 0.03 * seed), (3 * scale, acc)])
     variant = write_summary(
         root, "listops", "nystrom", 0, 0.3, config=LONG_VARIANT, schema=2, finished="2025-01-02T10:00:00",
         data={"set": "listops", "majority_share": MAJORITY}, metrics={"perf/step_ms": 15.0},
@@ -59,7 +60,8 @@ def write_sweep(root: Path) -> Path:
 
 def test_runs_at_chance_are_flagged_in_the_tables_and_counted_at_the_top(tmp_path: Path):
     out = tmp_path / "results"
-    assert main(["--runs", str(write_sweep(tmp_path / "runs")), "--out", str(out), "--final"]) == 0
+    runs = write_sweep(tmp_path / "runs")
+    assert main(["--runs", str(runs), "--out", str(out), "--final", "--paper", "nystromformer"]) == 0
     text = (out / "lra_table.md").read_text()
     # performer: 50.5% (at chance: at most 50% + 1 point) and 51.5% (not) on each task
     assert "| performer | 51.00 ± 0.71 (2, 1 at chance) |" in text
@@ -100,10 +102,12 @@ def test_truncated_metrics_csv_is_named_and_the_rest_is_written(tmp_path: Path):
     assert "| listops | nystrom (num_landmarks=32) | 0 | csv/metrics.csv is truncated" in missing
     assert len([line for line in missing.splitlines() if line.startswith("| listops")]) == 1  # that run only
     assert (out / "skyformer_figure2.png").is_file() and "![Figure 2" in text
+    assert "| performer (5 run(s) at chance) | 0.150 ± 0.000 (2) ×0.45 / 0.77 ×0.18 |" in text  # Table 2
 
 
-def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_path: Path):
-    completed = latest_per_seed(find_runs([write_sweep(tmp_path)]))
+@pytest.mark.parametrize("seconds_per_step_ms", [0.5, 600.0])  # runs of seconds (a narrow log range), hours
+def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_path: Path, seconds_per_step_ms):
+    completed = latest_per_seed(find_runs([write_sweep(tmp_path, seconds_per_step_ms)]))
     curves, missing = read_curves(completed)
     assert len(missing) == 1
     figures = {
@@ -134,10 +138,9 @@ def test_wandb_logs_the_tables_and_figures_to_one_offline_report_run(tmp_path: P
     assert any(run_dir.rglob("lra_accuracy_vs_time_*.png"))
 
 
-@pytest.mark.parametrize("argv", [["--paper", "other"]])
-def test_unknown_paper_is_one_line(tmp_path: Path, argv: list[str], capsys):
+def test_unknown_paper_is_one_line(tmp_path: Path, capsys):
     with pytest.raises(SystemExit):
-        main(["--runs", str(tmp_path), *argv])
+        main(["--runs", str(tmp_path), "--paper", "other"])
     assert "invalid choice: 'other'" in capsys.readouterr().err
 
 

@@ -17,9 +17,11 @@ An image of R×R pixels (settings per size: ``settings``) is drawn as the origin
    only about a third of them are placed at 32×32;
 4. two marker discs go on path ends: label 1, the first paddle's start and the last paddle's head
    of one main snake; label 0, the first paddle's start of one and the last head of the other;
-5. main snakes are drawn at snake × paddle contrast, distractors at snake contrast, markers at 1,
-   combined by maximum, and the image is scaled so that its brightest pixel is 255 (as scipy's
-   ``imsave`` did).
+5. main snakes are drawn at snake × paddle contrast, distractors at snake contrast (each paddle
+   pixel rounded to float32, as the original's float32 canvas did), markers at 1, combined by
+   maximum, and the image is byte-scaled by its own minimum and maximum in the steps of scipy's
+   ``bytescale``, which the original's ``imsave`` applied (``to_bytes``); with the same float
+   types in the same order, every grey level rounds as the original's.
 
 Labels alternate with the image index (exactly balanced) and each image has its own random
 generator, ``image_rng(seed, index)``, so any image can be made again from ``(seed, index)``
@@ -31,9 +33,10 @@ Where it differs from the original:
   no image is the same as one of LRA's, only drawn the same way; several draws the original makes
   one after the other (the tries at a paddle, the pairs of main snakes) are made at once, which
   changes which numbers are used, not their distribution;
-- the anti-aliasing filter is today's Pillow Lanczos, called directly; the original reached the
-  same filter through scipy's ``imresize`` (removed from scipy), so faint halo values may differ
-  by rounding;
+- the anti-aliasing filter is today's Pillow Lanczos, called directly on 0/255 canvases: the
+  original's ``imresize`` (removed from scipy) byte-scaled its drawings to exactly those before
+  calling Pillow's Lanczos; the Pillow of 2018 that made LRA's sets may have rounded faint halo
+  values differently (not checked);
 - the original tries main pairs forever; this one gives up with an error after
   ``PAIR_BATCHES`` batches (never reached at the LRA settings);
 - sizes other than LRA's 32, 64, 128 and 256 pixels use scaled settings (``settings``).
@@ -105,7 +108,7 @@ class PathfinderRecord:
 
 def render(layout: Layout, drawings: list[list[Snake]], contrasts: list[list[float]]) -> np.ndarray:
     """Each image's snakes (``drawings[i]``) drawn at their ``contrasts[i]`` and combined by
-    maximum: intensity (I, R, R) float."""
+    maximum: intensity (I, R, R) float64 (paddle pixels as ``paddle_intensity`` makes them)."""
     parts = [
         (np.full(len(snake.starts), image), snake.starts, snake.keys, np.full(len(snake.starts), contrast))
         for image, (snakes, gains) in enumerate(zip(drawings, contrasts, strict=True))
@@ -115,8 +118,27 @@ def render(layout: Layout, drawings: list[list[Snake]], contrasts: list[list[flo
     cells = layout.width**2
     canvas = np.zeros(len(drawings) * cells)
     pixels = owners * cells + starts + layout.line_offsets[:, keys]  # (l, P)
-    np.maximum.at(canvas, pixels, layout.line_values[:, keys] * gains)
+    np.maximum.at(canvas, pixels, paddle_intensity(layout.line_values[:, keys], gains))
     return canvas.reshape(len(drawings), layout.width, layout.width)[(slice(None), *layout.inner)]
+
+
+def paddle_intensity(line_values: np.ndarray, contrasts: np.ndarray) -> np.ndarray:
+    """Paddle pixels as the original made them: line values (float64 ``v / 255``) times their
+    contrasts (broadcast), in float64, rounded to float32 (the original scaled a paddle's patch in
+    float64 and copied it into a float32 image, ``Image.new('F')``). That rounding decides on
+    which side of .5 some pixels land in the final byte-scaling (``to_bytes``)."""
+    return (line_values * contrasts).astype(np.float32)
+
+
+def to_bytes(intensity: np.ndarray) -> np.ndarray:
+    """Each image of ``intensity`` (I, R, R) float byte-scaled by its own minimum and maximum, in
+    the steps and float64 arithmetic of scipy's ``bytescale`` (which the original's
+    ``scipy.misc.imsave`` applied before writing the PNG): ``(x - low) * (255 / (high - low))``,
+    clipped to [0, 255], plus 0.5, truncated: (I, R, R) uint8."""
+    low = intensity.min(axis=(1, 2), keepdims=True)
+    spread = intensity.max(axis=(1, 2), keepdims=True) - low
+    scale = INK / np.where(spread == 0, 1.0, spread)
+    return (np.clip((intensity - low) * scale, 0, INK) + 0.5).astype(np.uint8)
 
 
 def segments(board: Layout, snake: Snake) -> np.ndarray:
@@ -149,7 +171,7 @@ def _draw(
     contrasts = [[settings.main_contrast] * 2 + [settings.snake_contrast] * len(extra) for extra in others]
     intensity = render(board, drawings, contrasts)
     draw_markers(intensity, markers, settings)
-    images = (intensity * (INK / intensity.max(axis=(1, 2), keepdims=True)) + 0.5).astype(np.uint8)
+    images = to_bytes(intensity)
     records = [
         PathfinderRecord(pair, contour_length, margin, drawing, board)
         for pair, drawing in zip(markers, drawings, strict=True)

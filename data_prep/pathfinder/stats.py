@@ -2,6 +2,7 @@
 
     python -m data_prep pathfinder-stats                      # 1000 images per difficulty, 32 px
     python -m data_prep pathfinder-stats --out results/pathfinder_stats.md --workers 2
+    python -m data_prep pathfinder-stats --num 4000 --reference PATH   # and against reference images
 
 Per difficulty it draws images ``0..num-1`` of ``--seed`` (labels alternate) and prints, beside the
 original generator's figures (``ORIGINAL``: snakes2 at LRA's 32×32 settings, 1000 images per
@@ -14,12 +15,19 @@ difficulty, as measured in the project's issue), whether each target is met:
   C = 1 (scikit-learn's default), over 5 folds of consecutive images (each balanced, as a
   stratified split without shuffling makes them) (target: at most 3 points above the original).
 
+With ``--reference PATH`` (the LRA release, a prepared Pathfinder set or an ``.npz``: see
+``reference``) it also shows, for each difficulty PATH has images of, the same figures of the
+first ``--num`` of them (but the distance-only accuracy: where their markers are is not known),
+and a two-sample test of ours against them with the grey levels whose shares differ most
+(``two_sample``).
+
 ``--out`` also writes the table as markdown with the command, machine, date and load.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import shlex
@@ -37,10 +45,12 @@ from data_prep.pathfinder.generator import (
     run_jobs,
     set_images,
 )
+from data_prep.pathfinder.logistic import predict
+from data_prep.pathfinder.reference import load_reference
+from data_prep.pathfinder.two_sample import report
 
 CHUNK = 250
 FOLDS = 5
-PENALTY = 1.0  # inverse L2 strength, as scikit-learn's C
 
 
 @dataclass(frozen=True)
@@ -86,24 +96,6 @@ def count_components(binary: np.ndarray) -> np.ndarray:
     return (inner == index[:, 1:-1, 1:-1]).sum(axis=(1, 2))
 
 
-def _fit_logistic(features: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Weights (F + 1,) (last: intercept) of an L2-penalised (``PENALTY``) logistic regression of
-    ``labels`` (n,) on ``features`` (n, F), by Newton's method; the intercept is not penalised."""
-    design = np.column_stack([features, np.ones(len(labels))])
-    penalty = np.eye(design.shape[1]) / PENALTY
-    penalty[-1, -1] = 0.0
-    weights = np.zeros(design.shape[1])
-    for _ in range(100):
-        chance = 1.0 / (1.0 + np.exp(-design @ weights))
-        gradient = design.T @ (chance - labels) + penalty @ weights
-        hessian = (design.T * (chance * (1.0 - chance))) @ design + penalty
-        step = np.linalg.solve(hessian, gradient)
-        weights -= step
-        if np.abs(step).max() < 1e-10:
-            break
-    return weights
-
-
 def distance_accuracy(distances: np.ndarray, labels: np.ndarray) -> float:
     """Cross-validated accuracy of predicting ``labels`` (n,) from ``distances`` (n,) and their
     squares (see the module docstring)."""
@@ -111,22 +103,20 @@ def distance_accuracy(distances: np.ndarray, labels: np.ndarray) -> float:
     correct = 0
     for test in np.array_split(np.arange(len(labels)), FOLDS):
         train = np.setdiff1d(np.arange(len(labels)), test)
-        mean, spread = features[train].mean(axis=0), features[train].std(axis=0)
-        spread[spread == 0] = 1.0
-        weights = _fit_logistic((features[train] - mean) / spread, labels[train])
-        scores = ((features[test] - mean) / spread) @ weights[:-1] + weights[-1]
-        correct += int(((scores > 0) == labels[test]).sum())
+        correct += int((predict(features[train], labels[train], features[test]) == labels[test]).sum())
     return correct / len(labels)
 
 
-def measure(images: np.ndarray, labels: np.ndarray, distances: np.ndarray) -> Figures:
-    """The figures of ``images`` (N, R, R) uint8 with ``labels`` (N,) and marker ``distances`` (N,)."""
+def measure(images: np.ndarray, labels: np.ndarray, distances: np.ndarray | None) -> Figures:
+    """The figures of ``images`` (N, R, R) uint8 with ``labels`` (N,) and marker ``distances`` (N,);
+    ``distances`` None (reference images: where their markers are is not known) gives a NaN
+    distance-only accuracy."""
     return Figures(
         mean_pixel=float(images.mean()),
         share_lit=float((images > 0).mean()),
         share_bright=float((images > 128).mean()),
         components=float(count_components(images > 0).mean()),
-        distance_accuracy=distance_accuracy(distances, labels),
+        distance_accuracy=math.nan if distances is None else distance_accuracy(distances, labels),
     )
 
 
@@ -161,27 +151,26 @@ def draw(num: int, seed: int, difficulty: str, resolution: int, workers: int) ->
 
 
 def _cells(figures: Figures) -> list[str]:
-    values = astuple(figures)
-    return [
-        f"{values[0]:.1f}",
-        f"{values[1]:.3f}",
-        f"{values[2]:.3f}",
-        f"{values[3]:.1f}",
-        f"{values[4]:.3f}",
-    ]
+    """Each figure formatted; a NaN (not measured) as a dash."""
+    formats = (".1f", ".3f", ".3f", ".1f", ".3f")
+    values = zip(astuple(figures), formats, strict=True)
+    return ["–" if math.isnan(value) else format(value, spec) for value, spec in values]
 
 
-def table(difficulty: str, ours: Figures, original: Figures | None) -> list[str]:
-    """Markdown rows comparing ``ours`` with ``original`` (None: no original at this size)."""
-    if original is None:
-        rows = ["| figure | ours |", "|---|---|"]
-        return rows + [f"| {name} | {cell} |" for name, cell in zip(NAMES, _cells(ours), strict=True)]
-    met = targets_met(ours, original)
-    rows = ["| figure | original | ours | target met |", "|---|---|---|---|"]
-    cells = zip(NAMES, _cells(original), _cells(ours), met, strict=True)
-    return rows + [
-        f"| {name} | {theirs} | {mine} | {'yes' if ok else 'NO'} |" for name, theirs, mine, ok in cells
+def table(ours: Figures, original: Figures | None, reference: Figures | None = None) -> list[str]:
+    """Markdown rows of the figures of ``original`` (None: none at this size), of the
+    ``reference`` images (None: none given) and of ``ours``, and whether ours meets each target
+    against the original."""
+    columns = [
+        (name, _cells(figures))
+        for name, figures in (("original", original), ("reference", reference), ("ours", ours))
+        if figures is not None
     ]
+    met = [["yes" if ok else "NO" for ok in targets_met(ours, original)]] if original is not None else []
+    heads = [name for name, _ in columns] + (["target met"] if met else [])
+    rows = ["| figure | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    values = zip(NAMES, *[cells for _, cells in columns], *met, strict=True)
+    return rows + ["| " + " | ".join(row) + " |" for row in values]
 
 
 def machine() -> str:
@@ -209,7 +198,9 @@ def command_line(args: argparse.Namespace) -> str:
         "--workers",
         args.workers,
     ]
-    options += ["--difficulty", *args.difficulty] + (["--out", args.out] if args.out is not None else [])
+    options += ["--difficulty", *args.difficulty]
+    options += ["--reference", args.reference] if args.reference is not None else []
+    options += ["--out", args.out] if args.out is not None else []
     return shlex.join(["python", "-m", "data_prep", "pathfinder-stats", *map(str, options)])
 
 
@@ -221,22 +212,32 @@ def run_stats(args: argparse.Namespace) -> None:
     for difficulty in args.difficulty:
         check_options(difficulty, args.resolution)
     original = ORIGINAL if args.resolution == ORIGINAL_RESOLUTION else {}
+    references = {}
+    if args.reference is not None:
+        references = load_reference(args.reference, args.difficulty, args.resolution, args.num)
     lines = [f"machine: {machine()}", ""]
     for difficulty in args.difficulty:
         (images, labels, distances), seconds = draw(
             args.num, args.seed, difficulty, args.resolution, args.workers
         )
-        ours = measure(images, labels, distances)
+        reference = references.get(difficulty)
         size = f"{args.resolution}×{args.resolution}"
         lines += [
             f"### {difficulty} (contour length {CONTOUR_LENGTHS[difficulty]}), {size}",
             "",
-            *table(difficulty, ours, original.get(difficulty)),
+            *table(
+                measure(images, labels, distances),
+                original.get(difficulty),
+                None if reference is None else measure(reference[0], reference[1], None),
+            ),
             "",
             f"{args.num} images drawn in {seconds:.1f} s: {args.num / seconds:.0f} images/s "
             f"with {args.workers} worker(s)",
             "",
         ]
+        if reference is not None:
+            lines += [f"reference: the first {len(reference[0])} images of {args.reference}", ""]
+            lines += [*report(images, reference[0]), ""]
     print("\n".join(lines))
     if args.out is not None:
         header = [
@@ -264,6 +265,13 @@ def configure(parser: argparse.ArgumentParser):
         choices=list(CONTOUR_LENGTHS),
         default=list(CONTOUR_LENGTHS),
         help="difficulties to measure (default: all)",
+    )
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="also compare with these images: the LRA release (any level), a prepared Pathfinder set's "
+        "folder, or an .npz with images and labels (and optionally difficulty; default hard)",
     )
     parser.add_argument("--out", type=Path, default=None, help="also write the tables as markdown here")
     return run_stats

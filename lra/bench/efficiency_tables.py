@@ -11,13 +11,16 @@ from typing import TYPE_CHECKING
 import torch
 
 from lra.bench.baselines import NAIVE
+from lra.bench.efficiency_paper import published_section
 from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
-from lra.bench.output import Outputs, pyplot
+from lra.bench.output import Outputs
+from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
 from lra.report.provenance import markdown_table
-from lra.report.published import LAYER_COST, LAYER_COST_PAPER, layer_cost_baseline
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from lra.bench.efficiency import Measurement
 
 CSV_COLUMNS = {
@@ -119,20 +122,31 @@ def scope_tables(
     return "\n\n".join(parts)
 
 
+def method_note(settings: argparse.Namespace, device: torch.device) -> str:
+    """How each configuration was timed and its memory measured, and where it ran."""
+    return (
+        f"{settings.warmup} warm-up step(s) then the median of {settings.repeats} timed steps (fewer, at "
+        f"least one, once they add up to {settings.time_budget_s:g} s). Memory: "
+        f"{MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
+        f"{settings.threads or 'torch default'}."
+    )
+
+
 def page(
     rows_by_scope: dict[str, list[Measurement]], settings: argparse.Namespace, device: torch.device
 ) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs and sections (one per scope, then the published figures)."""
+    inference = " `inference`: the layer's forward alone, under torch.inference_mode." * (
+        "inference" in rows_by_scope
+    )
     paragraphs = [
         "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
         f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
-        f"batch {settings.batch}, {settings.warmup} warm-up step(s) then the median of {settings.repeats} "
-        f"timed steps (fewer, at least one, once they add up to {settings.time_budget_s:g} s: "
-        "`(k×)` in the time table). `naive` is softmax attention with QKᵀ materialised (the papers' "
+        f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
         "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
-        "paper defaults (options in README.md, section The attention zoo).",
-        f"Memory: {MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
-        + f"{settings.threads or 'torch default'}.",
+        "paper defaults (options in README.md, section The attention zoo). `(k×)` in the time table: "
+        "k timed steps.",
+        method_note(settings, device),
     ]
     sections = []
     for scope, rows in rows_by_scope.items():
@@ -140,40 +154,74 @@ def page(
         sections.append(
             f"## {scope}\n\n" + scope_tables(rows, settings.lengths, attentions, settings.repeats)
         )
-    sections.append("## Published, for comparison\n\n" + published_layer_costs())
+    sections.append("## Published, for comparison\n\n" + published_section())
     return f"Efficiency on {device.type}", paragraphs, sections
 
 
-def published_layer_costs() -> str:
-    """The Nyströmformer paper's one-layer figures, with their ratios to its standard attention."""
-    rows = []
-    for c in LAYER_COST:
-        baseline = layer_cost_baseline(c.seq_len)
-        ratios = f"×{baseline.time_ms / c.time_ms:.3g} / ×{baseline.memory_mb / c.memory_mb:.3g}"
-        rows.append([c.label, c.seq_len, f"{c.time_ms:g}", f"{c.memory_mb:g}", ratios])
-    header = ["attention", "n", "time (ms)", "memory (MB)", "ratio to Transformer (time / memory)"]
-    return f"{LAYER_COST_PAPER}:\n\n" + markdown_table(header, rows)
+def plot_where(settings: argparse.Namespace, device: torch.device) -> str:
+    """Where and how the plotted figures were measured, for the plot's title."""
+    count = settings.threads
+    threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
+    return f"{device.type}, batch {settings.batch}, dim {settings.dim}, {settings.heads} heads, {threads}"
 
 
-def write_plot(outputs: Outputs, rows_by_scope: dict[str, list[Measurement]]) -> None:
-    """Log–log plot: one row of panels per scope, time and memory against length."""
-    plt = pyplot()
-    names = dict.fromkeys(row.attention for rows in rows_by_scope.values() for row in rows)
-    colors = {name: f"C{i}" for i, name in enumerate(names)}  # the same colour in every panel
-    fig, axes = plt.subplots(len(rows_by_scope), 2, figsize=(11, 4 * len(rows_by_scope)), squeeze=False)
-    for (scope, rows), (ax_time, ax_mem) in zip(rows_by_scope.items(), axes, strict=True):
-        for name in dict.fromkeys(row.attention for row in rows):
-            ok = [r for r in rows if r.attention == name and r.status == "ok"]
-            style = {"color": colors[name], "linestyle": "--" if name in BASELINES else "-", "marker": "o"}
-            for ax, field in ((ax_time, "time_ms"), (ax_mem, "peak_mem_mb")):
-                points = [(r.seq_len, getattr(r, field)) for r in ok if getattr(r, field) > 0]  # log axes
+def stop_note(rows: Sequence[Measurement]) -> str:
+    """Where each scope's run of one attention stopped, e.g. `` (oom at 16384)``, or
+    `` (layer: oom at 16384; encoder: timeout at 8192)`` when the scopes differ; empty when it never did."""
+    scopes = list(dict.fromkeys(row.scope for row in rows))
+    stops = {}
+    for row in sorted(rows, key=lambda r: (scopes.index(r.scope), r.seq_len)):
+        if row.status not in ("ok", "skipped"):
+            stops.setdefault(row.scope, f"{row.status} at {row.seq_len}")
+    distinct = set(stops.values())
+    if len(distinct) == 1 and len(stops) == len(scopes):  # alike in every scope
+        return f" ({distinct.pop()})"
+    return f" ({'; '.join(f'{scope}: {stop}' for scope, stop in stops.items())})" if stops else ""
+
+
+PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
+
+
+def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -> Figure:
+    """Log–log: one row of panels per scope, time and memory against length, one colour per attention
+    (dashed: the baselines); an attention that stopped (oom, timeout, error) says where in the legend."""
+    plt = agg_pyplot()
+    all_rows = [row for rows in rows_by_scope.values() for row in rows]
+    names = list(dict.fromkeys(row.attention for row in all_rows))
+    labels = {name: name + stop_note([r for r in all_rows if r.attention == name]) for name in names}
+    fig, axes = plt.subplots(
+        len(rows_by_scope), 2, figsize=(11, 3.6 * len(rows_by_scope) + 1.2), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    fig.suptitle(f"Forward+backward time and peak memory against sequence length ({where})", fontsize=11)
+    for (scope, rows), panel_row in zip(rows_by_scope.items(), axes, strict=True):
+        lengths = sorted({row.seq_len for row in rows})
+        for ax, (field, quantity) in zip(panel_row, PLOTTED.items(), strict=True):
+            for name in dict.fromkeys(row.attention for row in rows):
+                points = sorted(
+                    (r.seq_len, getattr(r, field))
+                    for r in rows
+                    if r.attention == name and r.status == "ok" and getattr(r, field) > 0  # log axes
+                )
                 if points:
-                    ax.plot(*zip(*points, strict=True), label=name, **style)
-        for ax, label in ((ax_time, "time (ms)"), (ax_mem, "peak memory (MB)")):
-            ax.set(xlabel="sequence length", ylabel=label, title=f"{scope}: {label}")
+                    ax.plot(
+                        *zip(*points, strict=True), label=labels[name], color=attention_color(name),
+                        linestyle="--" if name in BASELINES else "-", marker="o", markersize=4,
+                    )  # fmt: skip
+            ax.set(xlabel="sequence length", ylabel=quantity, title=f"{scope}: {quantity}")
             if ax.has_data():
-                ax.set(xscale="log", yscale="log")
-                ax.xaxis.set_major_formatter(plt.ScalarFormatter())
-                ax.legend(fontsize=8)
+                log_axis_at(ax, "x", lengths)
+                log_axis(ax, "y")
             ax.grid(True, which="both", alpha=0.3)
-    outputs.write_figure(fig)
+    legend_below(fig, list(axes.flat), max_columns=6)
+    return fig
+
+
+def write_plot(
+    outputs: Outputs,
+    rows_by_scope: dict[str, list[Measurement]],
+    settings: argparse.Namespace,
+    device: torch.device,
+) -> None:
+    """``<stem>.png`` and ``.svg``: ``efficiency_figure`` of the measured rows."""
+    outputs.write_figure(efficiency_figure(rows_by_scope, plot_where(settings, device)))

@@ -1,16 +1,18 @@
-"""The efficiency benchmark's configurations and the forward+backward step each one runs.
+"""The efficiency benchmark's configurations and the step each one runs.
 
-Two workloads (``scope``): ``layer`` = one ``MultiHeadSelfAttention(dim, heads, core)`` on
-(batch, n, dim) inputs; ``encoder`` = the whole ``lra.model.LRAClassifier`` on (batch, n) tokens with
-a cross-entropy loss. ``primed_step`` first runs one step of the same workload at ``PRIME_SEQ_LEN``
-tokens, so that one-time costs (kernel code paged in on first use, thread pools, allocator arenas,
-library workspaces) are paid before the memory probe starts and do not count as the configuration's.
+Three workloads (``scope``): ``layer`` = forward+backward of one ``MultiHeadSelfAttention(dim,
+heads, core)`` on (batch, n, dim) inputs; ``encoder`` = forward+backward of the whole
+``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy loss; ``inference`` = the
+forward of one such layer in eval mode under ``torch.inference_mode`` (no autograd state kept).
+``primed_step`` first runs one step of the same workload at ``PRIME_SEQ_LEN`` tokens, so that
+one-time costs (kernel code paged in on first use, thread pools, allocator arenas, library workspaces)
+are paid before the memory probe starts and do not count as the configuration's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import torch
@@ -26,7 +28,8 @@ PRIME_SEQ_LEN = 64
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """One measured configuration."""
+    """One measured configuration: ``attention`` built with ``options`` (its defaults for the others);
+    ``label`` names the row where one attention appears with several options."""
 
     attention: str
     seq_len: int
@@ -39,12 +42,24 @@ class BenchConfig:
     device: str = "cpu"
     threads: int | None = None
     time_budget_s: float | None = None
+    options: dict[str, object] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.attention
+
+
+def build_layer(config: BenchConfig, device: torch.device) -> attention_zoo.MultiHeadSelfAttention:
+    """``MultiHeadSelfAttention(dim, heads)`` around the configured core, on ``device``."""
+    head_dim = config.dim // config.heads
+    core = build_core(config.attention, head_dim, config.heads, config.seq_len, **config.options)
+    return attention_zoo.MultiHeadSelfAttention(config.dim, config.heads, core).to(device)
 
 
 def layer_step(config: BenchConfig, device: torch.device) -> Step:
     """One attention layer: x (batch, n, dim) -> MultiHeadSelfAttention -> sum -> backward."""
-    core = build_core(config.attention, config.dim // config.heads, config.heads, config.seq_len)
-    layer = attention_zoo.MultiHeadSelfAttention(config.dim, config.heads, core).to(device)
+    layer = build_layer(config, device)
     x = torch.randn(config.batch, config.seq_len, config.dim, device=device, requires_grad=True)
 
     def step() -> None:
@@ -63,7 +78,7 @@ def encoder_step(config: BenchConfig, device: torch.device) -> Step:
         vocab_size=ENCODER_VOCAB,
         num_classes=ENCODER_CLASSES,
         seq_len=config.seq_len,
-        attention=partial(build_core, config.attention),
+        attention=partial(build_core, config.attention, **config.options),
         dim=config.dim,
         num_heads=config.heads,
     ).to(device)
@@ -78,9 +93,22 @@ def encoder_step(config: BenchConfig, device: torch.device) -> Step:
     return step
 
 
+def inference_step(config: BenchConfig, device: torch.device) -> Step:
+    """One attention layer's forward in eval mode: x (batch, n, dim) -> (batch, n, dim), no autograd."""
+    layer = build_layer(config, device).eval()
+    x = torch.randn(config.batch, config.seq_len, config.dim, device=device)
+
+    def step() -> None:
+        with torch.inference_mode():
+            layer(x)
+
+    return step
+
+
 WORKLOADS: dict[str, Callable[[BenchConfig, torch.device], Step]] = {
     "layer": layer_step,
     "encoder": encoder_step,
+    "inference": inference_step,
 }
 
 

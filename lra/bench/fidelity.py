@@ -104,5 +104,5 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
         )
     outputs.write_csv(CSV_COLUMNS, rows)
     outputs.write_page(*page(rows, args, left_out))
-    write_plot(outputs, rows, args.lengths, args.budgets)
+    write_plot(outputs, rows, args)
     outputs.announce("csv,md,png")

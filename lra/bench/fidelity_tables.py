@@ -6,12 +6,18 @@ middle budget)."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from dataclasses import fields
+from typing import TYPE_CHECKING
 
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.output import Outputs, pyplot
+from lra.bench.output import Outputs
+from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
 from lra.report.provenance import markdown_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
 CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
@@ -57,42 +63,68 @@ def page(
     return "Fidelity on cpu", [paragraph], sections, notes
 
 
-def write_plot(
-    outputs: Outputs, rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int]
-) -> None:
-    """Per source: error against budget at the longest length, and against length at the middle budget."""
-    plt = pyplot()
+def plot_where(args: argparse.Namespace) -> str:
+    """Where and on what the plotted errors were measured, for the plot's title."""
+    seeds = ",".join(map(str, args.seeds))
+    return f"cpu, {args.heads} heads of dim {args.head_dim}, batch {args.batch}, seeds {seeds}"
+
+
+def fidelity_figure(
+    rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int], where: str
+) -> Figure:
+    """Log–log, one row of panels per input source: error (mean ± std) against budget at the longest
+    length, and error against length at the middle budget; a core without a budget is a dashed level
+    line in the first panel and its defaults in the second. Non-finite errors are not drawn."""
+    plt = agg_pyplot()
+    rows = [r for r in rows if math.isfinite(r.error_mean) and r.error_mean > 0]  # log axes
     sources = list(dict.fromkeys(row.source for row in rows))
     names = list(dict.fromkeys(row.attention for row in rows))
-    colors = {name: f"C{i}" for i, name in enumerate(names)}  # the same colour in every panel
-    fig, axes = plt.subplots(len(sources), 2, figsize=(11, 4 * len(sources)), squeeze=False)
+    labels = {
+        name: f"{name} vs {exact}" + (" (no budget: defaults)" if budget is None else "")
+        for name, exact, budget in ((r.attention, r.exact, r.budget) for r in rows)
+    }
+    fig, axes = plt.subplots(
+        max(len(sources), 1), 2, figsize=(11, 3.6 * max(len(sources), 1) + 1.2), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    fig.suptitle(f"Relative spectral-norm error of approximate attention outputs ({where})", fontsize=11)
     middle = plot_budget(budgets)
-    for source, (ax_budget, ax_length) in zip(sources, axes, strict=True):
+    for source, (ax_budget, ax_length) in zip(sources, axes, strict=False):
         mine = [r for r in rows if r.source == source]
         longest = max(r.seq_len for r in mine)
         for name in names:
+            color = attention_color(name)
             at_longest = sorted(
                 (r for r in mine if r.attention == name and r.seq_len == longest), key=lambda r: r.budget or 0
             )
-            style = {"color": colors[name], "marker": "o"}
             if at_longest and at_longest[0].budget is None:  # no budget option: a level line
-                ax_budget.axhline(at_longest[0].error_mean, color=colors[name], linestyle="--", label=name)
+                ax_budget.axhline(at_longest[0].error_mean, color=color, linestyle="--", label=labels[name])
             elif at_longest:
                 ax_budget.errorbar(
                     [r.budget for r in at_longest], [r.error_mean for r in at_longest],
-                    yerr=[r.error_std for r in at_longest], capsize=3, label=name, **style,
+                    yerr=[r.error_std for r in at_longest], capsize=3, label=labels[name], color=color,
+                    marker="o", markersize=4,
                 )  # fmt: skip
             along = sorted(
                 (r for r in mine if r.attention == name and r.budget in (middle, None)),
                 key=lambda r: r.seq_len,
             )
-            ax_length.plot([r.seq_len for r in along], [r.error_mean for r in along], label=name, **style)
-        ax_budget.set(xlabel="budget (landmarks / features)", title=f"{source}: n = {longest}")
-        ax_length.set(xlabel="sequence length", title=f"{source}: budget = {middle} (defaults without one)")
+            ax_length.plot(
+                [r.seq_len for r in along], [r.error_mean for r in along], label=labels[name], color=color,
+                marker="o", markersize=4, linestyle="--" if along and along[0].budget is None else "-",
+            )  # fmt: skip
+        ax_budget.set(xlabel="budget (landmarks / random features)", title=f"{source} inputs, n = {longest}")
+        ax_length.set(xlabel="sequence length", title=f"{source} inputs, budget = {middle}")
         for ax, ticks in ((ax_budget, budgets), (ax_length, lengths)):
-            ax.set(xscale="log", yscale="log", ylabel="relative error")
-            ax.set_xticks(list(ticks), [str(t) for t in ticks])
-            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+            ax.set(ylabel="relative error ‖Â − A‖₂ / ‖A‖₂")
+            if ax.has_data():
+                log_axis_at(ax, "x", ticks)
+                log_axis(ax, "y")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-    outputs.write_figure(fig)
+    legend_below(fig, list(axes.flat), max_columns=4)
+    return fig
+
+
+def write_plot(outputs: Outputs, rows: Sequence[FidelityRow], args: argparse.Namespace) -> None:
+    """``<stem>.png``: ``fidelity_figure`` of the measured rows."""
+    outputs.write_figure(fidelity_figure(rows, args.lengths, args.budgets, plot_where(args)))

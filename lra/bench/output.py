@@ -12,9 +12,9 @@ import csv
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
+from lra.plotting import save_figure
 from lra.report.provenance import machine_description, rerun_command
 
 if TYPE_CHECKING:
@@ -33,16 +33,6 @@ def write_csv(path: Path, columns: Mapping[str, str], rows: Iterable[object]) ->
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows([number(getattr(row, name), fmt) for name, fmt in columns.items()] for row in rows)
-
-
-def pyplot() -> ModuleType:
-    """``matplotlib.pyplot`` on the Agg backend (files only, no display needed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 @dataclass(frozen=True)
@@ -78,10 +68,8 @@ class Outputs:
         self.path(".md").write_text("\n\n".join(blocks) + "\n")
 
     def write_figure(self, fig: Figure) -> None:
-        """Lay out ``fig``, write it to ``<stem>.png`` and free it."""
-        fig.tight_layout()
-        fig.savefig(self.path(".png"), dpi=120)
-        pyplot().close(fig)
+        """Write ``fig`` (laid out by its own layout engine) to ``<stem>.png`` and free it."""
+        save_figure(fig, self.path(".png"), formats=(".png",))
 
     def announce(self, suffixes: str) -> None:
         print(f"wrote {self.folder}/{self.stem}.{{{suffixes}}}")

@@ -117,7 +117,9 @@ def build_report(
         "## Test accuracy at the final weights (%)",
         "As above, from `test/acc_final` (one more test pass on the weights at the end of training; "
         "runs whose summary.json predates it have none).",
-        accuracy_table(completed, "test/acc_final"),
+        accuracy_table(completed, "test/acc_final")
+        if any("test/acc_final" in run.metrics for run in completed)
+        else "No run records it.",
     ]
     blocks = [
         "# LRA results",
@@ -132,8 +134,8 @@ def build_report(
         "accuracy at the selected checkpoint (`test/acc`); the average is the mean of the five task "
         "means and is given only where all five tasks have runs. A row marked "
         f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "
-        "the LRA release: a different task, not comparable with the published numbers, and never "
-        "averaged as an LRA score.",
+        "the LRA release: a different task, not comparable with the published numbers, never "
+        "averaged as an LRA score and left out of the papers' tables below.",
         accuracy_table(completed),
         *(final_blocks if final else []),
         *(block for name in papers for block in paper_blocks(name, report, written)),

@@ -12,6 +12,7 @@ attention has one colour in every plot; a hollow marker or dashed curve is a var
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -75,15 +76,27 @@ def legend_below(fig: Figure, axes: Sequence[Axes]) -> None:
         )
 
 
-def log_axis(ax: Axes) -> None:
-    """A log x scale labelled at 1, 2 and 5 × each decade in plain numbers, minor ticks unlabelled
-    (matplotlib's default labels minor ticks of a narrow range as 3×10² 4×10², which collide)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+def time_axis(ax: Axes, values: Sequence[float]) -> None:
+    """A log x scale labelled at 1, 2 and 5 × each decade in plain numbers, minor ticks unlabelled,
+    where ``values`` span a decade or more; else a linear one with at most five ticks. (matplotlib's
+    defaults label the minor ticks of a narrow log range as 3×10² 4×10², which collide.)"""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+    if min(values) <= 0 or max(values) < 10 * min(values):
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        return
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=5))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+TIME_UNITS = ((3 * 3600, 3600, "h"), (600, 60, "min"), (0, 1, "s"))  # (from seconds, divisor, unit)
+
+
+def time_unit(longest_s: float) -> tuple[float, str]:
+    """(divisor, unit) that shows ``longest_s`` seconds as a number of a readable size."""
+    return next((divisor, unit) for start, divisor, unit in TIME_UNITS if longest_s >= start)
 
 
 def chance_label(variant: str, cell: Cell) -> str:
@@ -91,32 +104,37 @@ def chance_label(variant: str, cell: Cell) -> str:
 
 
 def accuracy_vs_time(runs: Sequence[Run], metric: str = "test/acc") -> Figure:
-    """Test accuracy (%) against whole-fit wall time (s), one panel per task, one marker per variant."""
+    """Test accuracy (%) against whole-fit wall time, one panel per task, one marker per variant."""
     accuracy = metric_cells(runs, metric, scale=100.0)
     seconds = metric_cells(runs, "perf/train_time_s")
     names = attention_of(runs)
     tasks = tasks_present(accuracy)
+    longest = max((cell.mean for tasks in seconds.values() for cell in tasks.values()), default=0.0)
+    divisor, unit = time_unit(longest)
     fig, axes = panels(len(tasks), f"Test accuracy against training time ({where(runs)})")
     for task, ax in zip(tasks, axes, strict=True):
+        drawn = []
         for variant in sorted(accuracy):
             acc, time_s = accuracy[variant].get(task), seconds.get(variant, {}).get(task)
             if acc is None or time_s is None:
                 continue
+            drawn.append(time_s.mean / divisor)
             color = attention_color(names[variant])
             ax.errorbar(
-                time_s.mean, acc.mean, xerr=time_s.std, yerr=acc.std, marker="o", capsize=3, color=color,
-                markerfacecolor="none" if acc.at_chance else color, label=chance_label(variant, acc),
+                time_s.mean / divisor, acc.mean, xerr=time_s.std / divisor, yerr=acc.std, marker="o",
+                capsize=3, color=color, markerfacecolor="none" if acc.at_chance else color,
+                label=chance_label(variant, acc),
             )  # fmt: skip
-        ax.set(xlabel="training time (s)", ylabel="test accuracy (%)", title=task)
-        if ax.has_data():
-            log_axis(ax)
+        ax.set(xlabel=f"training time ({unit})", ylabel="test accuracy (%)", title=task)
+        if drawn:
+            time_axis(ax, drawn)
         ax.grid(True, which="both", alpha=0.3)
     legend_below(fig, axes)
     return fig
 
 
 def validation_curves(curves: Sequence[Curve]) -> Figure:
-    """Skyformer Figure 2: validation accuracy (%) against training time (s), one panel per task, one
+    """Skyformer Figure 2: validation accuracy (%) against training time, one panel per task, one
     curve per variant: the mean over seeds with the band between the lowest and highest seed."""
     grouped: dict[str, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
     for curve in curves:
@@ -124,6 +142,7 @@ def validation_curves(curves: Sequence[Curve]) -> Figure:
     runs = [curve.run for curve in curves]
     names = attention_of(runs)
     tasks = tasks_present(grouped)
+    divisor, unit = time_unit(max(max(curve.seconds) for curve in curves))
     fig, axes = panels(
         len(tasks), f"Validation accuracy during training, mean and min-max over seeds ({where(runs)})"
     )
@@ -135,9 +154,10 @@ def validation_curves(curves: Sequence[Curve]) -> Figure:
             band, color = seed_band(group), attention_color(names[variant])
             flagged = sum(curve.run.at_chance() for curve in group)
             label = f"{variant} ({flagged} at chance)" if flagged else variant
-            ax.plot(band.seconds, band.mean, color=color, linestyle="--" if flagged else "-", label=label)
-            ax.fill_between(band.seconds, band.low, band.high, color=color, alpha=0.2, linewidth=0)
-        ax.set(xlabel="training time (s)", ylabel="validation accuracy (%)", title=task)
+            x = [seconds / divisor for seconds in band.seconds]
+            ax.plot(x, band.mean, color=color, linestyle="--" if flagged else "-", label=label)
+            ax.fill_between(x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
+        ax.set(xlabel=f"training time ({unit})", ylabel="validation accuracy (%)", title=task)
         ax.grid(True, alpha=0.3)
     legend_below(fig, axes)
     return fig
@@ -194,8 +214,11 @@ def speed_accuracy_memory(
                        facecolors="none" if flagged else color)  # fmt: skip
             label = f"{variant} ({flagged} at chance)" if flagged else variant
             right_half = x > statistics.fmean(speeds[v][t] for v in variants for t in tasks)
-            ax.annotate(label, (x, y), xytext=(-6 if right_half else 6, 6), textcoords="offset points",
-                        fontsize=7, ha="right" if right_half else "left")  # fmt: skip
+            offset = math.sqrt(size / math.pi) + 2  # points: the marker's radius and a gap
+            ax.annotate(
+                label, (x, y), xytext=(-offset if right_half else offset, 0), textcoords="offset points",
+                fontsize=7, ha="right" if right_half else "left", va="center",
+            )  # fmt: skip
         ax.set(title=panel, ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
                xlabel=f"training speed ({'× standard' if relative else 'steps/s'})")  # fmt: skip
         ax.margins(0.35)

@@ -43,9 +43,8 @@ def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str,
             variants.setdefault(run.attention, set()).add(run.variant)
     rows: list[tuple[str, str | None]] = []
     for attention in [*published, *sorted(set(variants) - set(published))]:
-        rows += [(attention, variant) for variant in sorted(variants.get(attention, ()))] or [
-            (attention, None)
-        ]
+        ours = sorted(variants.get(attention, ()))
+        rows += [(attention, variant) for variant in ours] if ours else [(attention, None)]
     return rows
 
 
@@ -86,12 +85,14 @@ def cost_table(
     runs: Sequence[Run], ours: dict[str, dict[str, Cell]], published: dict[str, dict[str, float]], digits: int
 ) -> str:
     """Skyformer Table 2's layout for one measure: per task ``ours ×ratio / paper's ×ratio``, each ratio
-    to its own ``standard`` row (our reference: the first ``standard`` variant we ran)."""
+    to its own ``standard`` row (our reference: the first ``standard`` variant we ran); a variant with
+    runs at chance says how many in its label."""
     rows = paper_rows(runs, list(published))
     reference = next((variant for attention, variant in rows if attention == REFERENCE and variant), None)
     table = []
     for attention, variant in rows:
-        row = [variant or attention]
+        flagged = sum(run.at_chance() for run in runs if variant and run.variant == variant)
+        row = [f"{variant} ({flagged} run(s) at chance)" if flagged else variant or attention]
         for task in SKYFORMER_TASK_ORDER:
             mine = ours.get(variant, {}).get(task) if variant else None
             base = ours.get(reference, {}).get(task) if reference else None

@@ -1,0 +1,145 @@
+"""``python -m lra.bench efficiency --paper NAME``: a published efficiency table's own setting, measured
+here and written in the paper's layout beside the paper's figures.
+
+``nystromformer-table1`` (Nyströmformer, Table 1): one self-attention layer, inference (the forward
+alone, ``torch.inference_mode``), per instance (batch 1), n = 512 … 8192; rows Transformer (``naive``,
+softmax with QKᵀ materialised), Linformer-256, Longformer-257, Nyströmformer-64 and Nyströmformer-32.
+Each cell is peak memory (MB) / time (ms) with its ×-factors to the Transformer row of the same table
+(the Transformer's figure ÷ this one: ×k = k times less). A row whose attention is not registered
+says ``not registered`` instead of a figure. Files: ``<stem>_<device>.{csv,md}`` (the CSV has the
+efficiency columns and the row's label).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lra.bench.baselines import NAIVE
+from lra.report.provenance import markdown_table
+from lra.report.published import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
+
+if TYPE_CHECKING:
+    from lra.bench.efficiency import Measurement
+
+Figures = tuple[float, float] | str  # (memory MB, time ms), or the status of a row without figures
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """A row of a table: its label (empty: the attention's name), the attention that computes it and
+    the options it is built with."""
+
+    label: str
+    attention: str
+    options: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """A published table's setting: its rows, lengths and the efficiency settings that reproduce it."""
+
+    title: str
+    stem: str
+    setting: str
+    rows: tuple[PaperRow, ...]
+    settings: Mapping[str, object]  # efficiency arguments: lengths, scopes, batch, dim, heads
+
+
+PAPER_TABLES = {
+    "nystromformer-table1": PaperTable(
+        title="Nyströmformer Table 1",
+        stem="nystromformer_table1",
+        setting=(
+            "Nyströmformer paper, Table 1: one self-attention layer, inference (the forward alone, under "
+            "`torch.inference_mode`, layer in eval mode), per input instance (batch 1). Model size: "
+            "BERT-base's hidden 768 in 12 heads of 64, assumed (the paper's Transformer row, 10.2 GB at "
+            "n = 8192, holds 12 heads of n² fp32 scores a few times over; 2 heads would not reach it). "
+            "Transformer = softmax with QKᵀ materialised (`naive`); the others are this zoo's cores with "
+            "their defaults but for the option the label names."
+        ),
+        rows=tuple(
+            # the published rows' cores; the Transformer is the naive softmax, as the paper's
+            PaperRow(cost.label, NAIVE if cost.attention == "standard" else cost.attention, cost.options)
+            for cost in {cost.label: cost for cost in LAYER_COST}.values()
+        ),
+        settings={
+            "lengths": LAYER_COST_LENGTHS,
+            "scopes": ["inference"],
+            "batch": 1,
+            "dim": 768,
+            "heads": 12,
+        },
+    )
+}
+
+
+def published_figures() -> dict[tuple[str, int], Figures]:
+    """Nyströmformer Table 1 (``lra.report.published``): (label, n) -> (memory MB, time ms)."""
+    return {(cost.label, cost.seq_len): (cost.memory_mb, cost.time_ms) for cost in LAYER_COST}
+
+
+def measured_figures(rows: Sequence[Measurement]) -> dict[tuple[str, int], Figures]:
+    """(label, n) -> (memory MB, time ms) of the ``ok`` rows, the status of the others."""
+    return {
+        (row.name, row.seq_len): (row.peak_mem_mb, row.time_ms) if row.status == "ok" else row.status
+        for row in rows
+    }
+
+
+def _figure(value: float) -> str:
+    """Two decimals below 1, one below 100, none above: as many digits as the paper prints."""
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def _factor(reference: float, value: float) -> str:
+    return f"×{_figure(reference / value)}" if value > 0 else "—"
+
+
+def layout_table(
+    figures: Mapping[tuple[str, int], Figures],
+    labels: Sequence[str],
+    lengths: Sequence[int],
+    show: Callable[[float], str] = _figure,
+) -> str:
+    """Markdown in the paper's layout: a row per label, a column per length, cells ``memory / time``
+    (each figure written by ``show``) with ×-factors to the first label's row at the same length."""
+
+    def cell(label: str, n: int) -> str:
+        mine, reference = figures.get((label, n)), figures.get((labels[0], n))
+        if mine is None or isinstance(mine, str):
+            return mine or "—"
+        memory, time = mine
+        if label == labels[0] or reference is None or isinstance(reference, str):
+            return f"{show(memory)} / {show(time)}"
+        factors = _factor(reference[0], memory), _factor(reference[1], time)
+        return f"{show(memory)} ({factors[0]}) / {show(time)} ({factors[1]})"
+
+    header = ["memory (MB) / time (ms)", *(f"n={n}" for n in lengths)]
+    return markdown_table(header, [[label, *(cell(label, n) for n in lengths)] for label in labels])
+
+
+def published_section(labels: Sequence[str] | None = None) -> str:
+    """The paper's Table 1 in its layout (every label it has, in its order, unless ``labels``)."""
+    figures = published_figures()
+    labels = labels or list(dict.fromkeys(label for label, _ in figures))
+    lengths = sorted({n for _, n in figures})
+    return f"{LAYER_COST_PAPER}:\n\n" + layout_table(figures, labels, lengths, show="{:g}".format)
+
+
+def page(
+    table: PaperTable, rows: Sequence[Measurement], device_type: str, notes: Sequence[str]
+) -> tuple[str, list[str], list[str]]:
+    """The page: the setting, how it was measured (``notes``), our table, the paper's, the failures."""
+    labels = [row.label for row in table.rows]
+    lengths = sorted({row.seq_len for row in rows})
+    sections = [
+        f"## Measured here ({device_type})\n\n" + layout_table(measured_figures(rows), labels, lengths),
+        "## Published\n\n" + published_section(labels),
+    ]
+    failures = [row for row in rows if row.status != "ok"]
+    if failures:
+        lines = [f"- {r.name} n={r.seq_len}: {r.status} ({' '.join(r.detail.split())})" for r in failures]
+        sections.append("Configurations without a figure:\n\n" + "\n".join(lines))
+    return f"{table.title} on {device_type}", [table.setting, *notes], sections
