@@ -225,6 +225,10 @@ def write_report(
     )
     table = markdown_table(HEADER, [comparison_row(result) for result in results])
     notes = [f"- skipped {line}" for line in skipped]
+    if settings.against == "authors":
+        from lra.bench.authors_cores import authors_provenance
+
+        notes = authors_provenance(Path(settings.authors_code)) + notes
     outputs.write_page(f"Our cores against {settings.against}", [method], [table], notes)
 
 
