@@ -14,13 +14,13 @@ gathered as whole blocks, so memory is O(N · block_size · (5 + r)): no (N × N
 Random blocks. The paper's code (google-research/bigbird, ``bigbird_block_rand_mask*``, seeded per
 layer) and the HuggingFace port (``np.random.seed(layer index)`` on every call) keep one pattern per
 layer and head for all of training: so does this core by default, drawn from a ``torch.Generator``
-seeded with the core's ``pattern_seed`` (itself drawn from torch's global RNG when the core is built,
-and saved with the model). ``redraw_random_blocks=true`` draws new ones in every training forward
-from torch's global RNG, as the Skyformer authors' port does (``np.random.seed(None)`` on every call;
-there in evaluation too, here evaluation keeps the fixed pattern). Random blocks are drawn uniformly
-among all allowed blocks; the paper's code and its ports draw them from the first blocks of long
-sequences only (the first 1024 tokens at 3072 and 4096, through a "plan" the first 2r + 5 blocks at
-other lengths).
+seeded with the core's ``pattern_seed`` (drawn from torch's global RNG when the core is built, and
+saved in the state dict as extra state: a plain int, so no forward waits on a GPU to read it).
+``redraw_random_blocks=true`` draws new ones in every training forward from torch's global RNG, as
+the Skyformer authors' port does (``np.random.seed(None)`` on every call; there in evaluation too,
+here evaluation keeps the fixed pattern). Random blocks are drawn uniformly among all allowed
+blocks; the paper's code and its ports draw them from the first blocks of long sequences only (the
+first 1024 tokens at 3072 and 4096, through a "plan" the first 2r + 5 blocks at other lengths).
 """
 
 from __future__ import annotations
@@ -61,7 +61,15 @@ class BigBirdAttention(nn.Module):
         self.block_size = block_size
         self.num_random_blocks = num_random_blocks
         self.redraw_random_blocks = redraw_random_blocks
-        self.register_buffer("pattern_seed", torch.randint(2**62, ()), persistent=True)
+        self.pattern_seed = int(torch.randint(2**62, ()))  # saved with the model (extra state)
+        self._fixed_blocks: dict[tuple[int, torch.device], torch.Tensor] = {}  # (nb, device) -> blocks
+
+    def get_extra_state(self) -> dict[str, int]:
+        return {"pattern_seed": self.pattern_seed}
+
+    def set_extra_state(self, state: dict[str, int]) -> None:
+        self.pattern_seed = state["pattern_seed"]
+        self._fixed_blocks.clear()
 
     def min_blocks(self) -> int:
         """The fewest blocks for which the sparse pattern exists; below it the core is exact."""
@@ -71,20 +79,30 @@ class BigBirdAttention(nn.Module):
         """Random key blocks (H, nb − 2, r) of the query blocks 1 … nb − 2, int64.
 
         Row i − 1 holds r distinct blocks drawn uniformly from {1, …, nb − 2} less {i − 1, i, i + 1}.
-        From the fixed per-core generator, or from the global RNG in training when
-        ``redraw_random_blocks`` is set. Needs nb >= ``min_blocks()``.
+        From the fixed per-core generator (drawn once per length and device, then kept, so that a
+        forward never copies it to the device again), or from the global RNG of ``device`` in
+        training when ``redraw_random_blocks`` is set. Needs nb >= ``min_blocks()``.
         """
-        rows = torch.arange(1, num_blocks - 1)[:, None]
-        columns = torch.arange(num_blocks)[None, :]
-        allowed = ((columns - rows).abs() > 1) & (columns > 0) & (columns < num_blocks - 1)  # (nb − 2, nb)
         shape = (self.num_heads, num_blocks - 2, num_blocks)
         if self.training and self.redraw_random_blocks:
-            scores = torch.rand(shape)
-        else:
-            generator = torch.Generator().manual_seed(int(self.pattern_seed))
-            scores = torch.rand(shape, generator=generator)
-        scores = scores.masked_fill(~allowed, -1.0)  # uniform draws are >= 0: disallowed never win
-        return scores.topk(self.num_random_blocks, dim=-1).indices.to(device)
+            return self._pick_allowed(torch.rand(shape, device=device))
+        key = (num_blocks, torch.device("cpu") if device is None else torch.device(device))
+        if key not in self._fixed_blocks:
+            draws = torch.rand(shape, generator=torch.Generator().manual_seed(self.pattern_seed))
+            self._fixed_blocks[key] = self._pick_allowed(draws).to(key[1])
+        return self._fixed_blocks[key]
+
+    def _pick_allowed(self, draws: torch.Tensor) -> torch.Tensor:
+        """The r blocks of largest draw outside each row's window and the global blocks.
+
+        draws: (H, nb − 2, nb) uniform in [0, 1) -> (H, nb − 2, r) int64.
+        """
+        num_blocks = draws.shape[-1]
+        rows = torch.arange(1, num_blocks - 1, device=draws.device)[:, None]
+        columns = torch.arange(num_blocks, device=draws.device)[None, :]
+        allowed = ((columns - rows).abs() > 1) & (columns > 0) & (columns < num_blocks - 1)  # (nb − 2, nb)
+        draws = draws.masked_fill(~allowed, -1.0)  # uniform draws are >= 0: disallowed never win
+        return draws.topk(self.num_random_blocks, dim=-1).indices
 
     def key_block_table(
         self, num_blocks: int, device: torch.device | None = None

@@ -12,7 +12,9 @@ Modules:
 - ``runs`` (finished runs as the report reads them), ``report`` (the LRA table of finished runs),
   ``progress`` (a sweep's jobs by state),
   ``published`` (the papers' numbers), ``provenance`` (machine, rerun command and tables of a
-  result), ``bench`` (efficiency and fidelity benchmarks).
+  result), ``bench`` (efficiency and fidelity benchmarks);
+- ``search`` (the Optuna search of ``hparams_search=lra``: study, trial loop, best.yaml) and
+  ``studies`` (the report's section on searches).
 
 Importing ``lra`` registers the ``lra.*`` OmegaConf resolvers that ``conf/`` uses.
 """

@@ -1,7 +1,9 @@
 """``python -m lra task=T attention=A [overrides]``: one run, or a sweep with ``-m`` (Hydra).
 
 A single run that does not complete exits with status 1 and one line that says why (its
-summary.json has the details); in a sweep each job records its outcome and the sweep goes on.
+summary.json has the details); in a sweep each job records its outcome and the sweep goes on. The main
+returns the run's best validation accuracy (NaN when it did not complete): the objective of a
+hyperparameter search (``hparams_search=lra``). ``+best=PATH`` trains with a search's best.yaml.
 """
 
 from __future__ import annotations
@@ -31,7 +33,18 @@ def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> float:
+    from lra.errors import ConfigError
+    from lra.search.best import apply_best, objective
+
+    hydra_config = HydraConfig.get()
+    try:
+        if hydra_config.mode == RunMode.RUN and hydra_config.runtime.choices.get("hparams_search"):
+            raise ConfigError("hparams_search is a search over many runs: add -m")
+        cfg = apply_best(cfg)
+    except ConfigError as error:
+        print(f"lra: failed: {error}", file=sys.stderr, flush=True)
+        sys.exit(1)
     from lra.preemption import SubmititRequeue  # imported here so that a bad command line fails
     from lra.train import run  # before torch loads
 
@@ -42,7 +55,6 @@ def main(cfg: DictConfig) -> None:
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
     # Its advice on mid-epoch resumes: the loader's position travels in lra.training_state's callback.
     warnings.filterwarnings("ignore", message=r".*resuming from a checkpoint that ended before the epoch")
-    hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
     job_overrides = list(hydra_config.overrides.task)
     requeue = SubmititRequeue.install()  # a SLURM job: pre-emption and time-outs requeue it
@@ -55,6 +67,7 @@ def main(cfg: DictConfig) -> None:
     if summary["status"] != "completed" and hydra_config.mode == RunMode.RUN:
         print(f"lra: {summary['status']}: {summary['error']}", file=sys.stderr, flush=True)
         sys.exit(1)
+    return objective(summary)
 
 
 if __name__ == "__main__":

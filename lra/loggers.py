@@ -2,8 +2,9 @@
 
 - ``wandb``: W&B, offline unless ``mode: online`` (then a login is required and checked up front,
   so a run never waits on a network it cannot use); run ``{task}-{attention}-s{seed}`` with the
-  options its sweep varies (``lra.naming``), grouped by task, tagged with task, attention and budget
-  (``budget=N``, for an attention with a budget option), the resolved config as the run config.
+  options its sweep varies (``lra.naming``), grouped by task (a search trial: by study), tagged with
+  task, attention and budget (``budget=N``, for an attention with a budget option), the resolved
+  config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
   names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named.
 
@@ -28,7 +29,7 @@ from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
 from lra.errors import ConfigError
-from lra.naming import run_name
+from lra.naming import run_group, run_name
 
 WANDB_MODES = ("offline", "online", "disabled")
 CSV_DEFAULTS = {"flush_logs_every_n_steps": 50}  # as conf/logger/csv.yaml
@@ -83,7 +84,7 @@ def build_wandb(options: DictConfig, run: RunIdentity, output_dir: Path, resumed
         id=run.run_id,
         resume="allow" if resumed_step is not None else None,
         name=run.name,
-        group=run.task,
+        group=run_group(run.task),
         tags=run.tags,
         project=options.project,
         entity=options.entity,

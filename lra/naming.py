@@ -21,6 +21,11 @@ from omegaconf import DictConfig
 
 SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
+# Keys that say how or where a run executes, not what it computes: a run may resume with others
+# (lra.resume), and a search's name leaves them out (lra.search.study).
+IGNORED_KEYS = ("resume", "num_workers", "threads", "data_root")
+# The hyperparameter search a trial belongs to (lra.search): its W&B runs are grouped by it.
+STUDY_ENV = "LRA_STUDY"
 
 
 def parse(overrides: Sequence[str]) -> list:
@@ -68,6 +73,11 @@ def run_name(task: str, attention: str, seed: int, options: dict[str, str]) -> s
 def job_name(task: str, attention: str, seed: int, job_overrides: Sequence[str]) -> str:
     """The ``${lra.job_name:...}`` resolver of ``hydra.sweep.subdir``: ``run_name`` of a job's overrides."""
     return run_name(task, attention, seed, varied_options(job_overrides))
+
+
+def run_group(task: str) -> str:
+    """A run's W&B group: the study of a search trial (``LRA_STUDY``), else its task."""
+    return os.environ.get(STUDY_ENV) or task
 
 
 def attention_budget(attention: DictConfig) -> int | None:

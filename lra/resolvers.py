@@ -9,6 +9,8 @@
   ``threads`` key uses it, so parallel jobs do not contend for cores while ``threads=4`` still wins.
 - ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name with the options the sweep varies
   (``lra.naming``), for ``hydra.sweep.subdir``.
+- ``${lra.study_name:TASK,ATTENTION,OVERRIDES}``: a search's study name (``lra.search.study``), for the
+  sweep folder of ``hparams_search=lra``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from lra.naming import job_name
+from lra.search.study import study_name
 
 
 def budget(default: int, *, _root_: DictConfig) -> Any:
@@ -72,3 +75,4 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
+    OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)

@@ -42,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from data_prep.storage import write_json
 from lra.errors import ConfigError
-from lra.naming import run_name, varied_options
+from lra.naming import IGNORED_KEYS, run_name, varied_options
 from lra.summary import POINTER_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,6 @@ log = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 CHECKPOINT_DIR = "checkpoints"
 LAST_CHECKPOINT = "last"  # checkpoints/last.ckpt
-# Keys that say how or where a run executes, not what it computes: a run may resume with others.
-IGNORED_KEYS = ("resume", "num_workers", "threads", "data_root")
 
 
 @dataclass(frozen=True)

@@ -251,8 +251,8 @@ def read_summaries(directory: Path) -> list[dict[str, Any]]:
     folders = sorted(
         (path for path in directory.iterdir() if path.is_dir()), key=lambda p: job_number(p.name)
     )
-    files = [job_summary_file(folder) for folder in folders]
-    return [json.loads(path.read_text()) for path in files if path is not None]
+    files = [job_summary_file(folder) for folder in folders]  # a run that a later job continued: once
+    return [json.loads(path.read_text()) for path in dict.fromkeys(files) if path is not None]
 
 
 def job_number(folder_name: str) -> tuple[int, str]:

@@ -116,6 +116,7 @@ def test_bigbird_pattern_is_fixed_and_seeded_unless_redrawn_in_training():
     assert torch.equal(core.random_blocks(40), first)  # the same in every forward
     assert torch.equal(build("bigbird", 512, block_size=8).random_blocks(40), first)  # seeded build
     reloaded = attention_zoo.build_attention("bigbird", head_dim=HEAD_DIM, num_heads=HEADS, seq_len=512)
+    assert not torch.equal(reloaded.random_blocks(40), first)  # another seed (and its pattern kept)
     reloaded.load_state_dict(core.state_dict())
     assert torch.equal(reloaded.random_blocks(40), first)  # saved with the model
 

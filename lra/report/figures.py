@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lra.plotting import agg_pyplot, attention_color
+from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis
 from lra.report.curves import Curve, seed_band
 from lra.report.published import TASKS
 from lra.report.runs import Cell, Run, metric_cells
@@ -63,32 +63,21 @@ def panels(count: int, title: str) -> tuple[Figure, list[Axes]]:
     return fig, list(axes[0])
 
 
-def legend_below(fig: Figure, axes: Sequence[Axes]) -> None:
-    """One legend for all panels, below them inside the figure (constrained layout makes room)."""
-    entries: dict[str, object] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            entries.setdefault(label, handle)
-    if entries:
-        columns = min(len(entries), MAX_LEGEND_COLUMNS, max(1, len(axes)))
-        fig.legend(
-            list(entries.values()), list(entries), loc="outside lower center", ncol=columns, fontsize=8
-        )
+def legend_below_panels(fig: Figure, axes: Sequence[Axes]) -> None:
+    """One legend for all panels, below them inside the figure, at most one column per panel."""
+    legend_below(fig, axes, min(MAX_LEGEND_COLUMNS, max(1, len(axes))))
 
 
 def time_axis(ax: Axes, values: Sequence[float]) -> None:
     """A log x scale labelled at 1, 2 and 5 × each decade in plain numbers, minor ticks unlabelled,
     where ``values`` span a decade or more; else a linear one with at most five ticks. (matplotlib's
     defaults label the minor ticks of a narrow log range as 3×10² 4×10², which collide.)"""
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+    from matplotlib.ticker import MaxNLocator
 
     if min(values) <= 0 or max(values) < 10 * min(values):
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
         return
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=5))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    log_axis(ax, "x")
 
 
 TIME_UNITS = ((3 * 3600, 3600, "h"), (600, 60, "min"), (0, 1, "s"))  # (from seconds, divisor, unit)
@@ -129,7 +118,7 @@ def accuracy_vs_time(runs: Sequence[Run], metric: str = "test/acc") -> Figure:
         if drawn:
             time_axis(ax, drawn)
         ax.grid(True, which="both", alpha=0.3)
-    legend_below(fig, axes)
+    legend_below_panels(fig, axes)
     return fig
 
 
@@ -159,7 +148,7 @@ def validation_curves(curves: Sequence[Curve]) -> Figure:
             ax.fill_between(x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
         ax.set(xlabel=f"training time ({unit})", ylabel="validation accuracy (%)", title=task)
         ax.grid(True, alpha=0.3)
-    legend_below(fig, axes)
+    legend_below_panels(fig, axes)
     return fig
 
 
