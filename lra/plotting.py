@@ -152,8 +152,9 @@ def _shown_tick_boxes(axis: Axis, renderer: RendererBase) -> list[tuple[str, Bbo
 
 def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
     """Legibility problems of ``fig`` as drawn, one line each (empty when there are none): a text
-    artist (title, label, legend entry, annotation, tick label) whose extent leaves the figure, and
-    two tick labels of one axis that overlap. Extents come from matplotlib's own renderer."""
+    artist (title, label, legend entry, annotation, tick label) whose extent leaves the figure, two
+    tick labels of one axis that overlap, and two annotations (labels placed in a panel) that overlap.
+    Extents come from matplotlib's own renderer."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     width, height = fig.bbox.width, fig.bbox.height
@@ -172,6 +173,12 @@ def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
             or box.y1 > height + tolerance_px
         ):
             problems.append(f"text {text!r} leaves the figure: {box.bounds} in {width}x{height}")
+    for ax in fig.axes:
+        notes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_visible()]
+        for i, (text_a, box_a) in enumerate(notes):
+            for text_b, box_b in notes[i + 1 :]:
+                if box_a.overlaps(box_b):
+                    problems.append(f"labels {text_a!r} and {text_b!r} overlap in {ax.get_title()!r}")
     for (title, axis_name), boxes in tick_boxes.items():
         for i, (text_a, box_a) in enumerate(boxes):
             for text_b, box_b in boxes[i + 1 :]:

@@ -31,14 +31,17 @@ def test_a_tidy_figure_has_no_problems_and_is_saved_as_png_and_svg(tmp_path):
     )
 
 
-def test_a_legend_off_the_image_and_crowded_log_ticks_are_found():
+def test_a_legend_off_the_image_crowded_log_ticks_and_piled_labels_are_found():
     plt = agg_pyplot()
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot([300, 450], [1, 2], label="a label far too long to fit beside this small plot")
     fig.legend(loc="center left", bbox_to_anchor=(0.8, 0.5))
     ax.set_xscale("log")
     ax.set_xticks([300, 310, 320, 330], labels=["3×10²", "3.1×10²", "3.2×10²", "3.3×10²"])
+    ax.annotate("nystrom", (350, 1.5))
+    ax.annotate("skyformer", (350, 1.5))  # two markers' labels on top of each other
     problems = text_problems(fig)
     plt.close(fig)
     assert any("leaves the figure" in p for p in problems)
-    assert any("overlap" in p for p in problems)
+    assert any(p.startswith("x tick labels") and "overlap" in p for p in problems)
+    assert any(p.startswith("labels 'nystrom' and 'skyformer' overlap") for p in problems)

@@ -18,6 +18,7 @@ from test_resume import lra, signal_at
 import attention_zoo
 from lra.errors import ConfigError
 from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
+from lra.report.cli import main as report_main
 from lra.search.best import apply_best, objective
 from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name, trained_params
 from lra.summary import read_summaries
@@ -143,6 +144,9 @@ def test_a_search_reaches_n_trials_in_total_across_restarts_and_an_interruption(
     assert all("-lr=" in path.name and "-num_landmarks=" in path.name for path in folders)
     assert json.loads((folders[3] / "resumed.json").read_text())["continues"] == str(folders[2].resolve())
     assert len(read_summaries(sweep)) == 4  # the sweep table lists the continued run once
+    assert report_main(["--runs", str(sweep), "--out", str(tmp_path / "report")]) == 0
+    report = (tmp_path / "report" / "lra_table.md").read_text()
+    assert "## Hyperparameter searches" in report and f"### Study `{study.study_name}`" in report
 
 
 @pytest.mark.slow  # a search of python -m lra in a subprocess

@@ -16,6 +16,8 @@ failing to import, transformers missing) is one line of ``skipped``, not an erro
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +148,21 @@ def longformer_pair(shape: Shape) -> Pair:
     ours = attention_zoo.MultiHeadSelfAttention(heads * head_dim, heads, core).eval()
     weights = (*ours.parameters(), *ours.buffers(), *theirs.parameters())
     return Pair("longformer (layer)", ours, theirs, partial(layer_inputs, shape), weights)
+
+
+def authors_provenance(code: Path) -> list[str]:
+    """Markdown bullet lines: the checkout's commit (when it is a git checkout) and transformers' version."""
+    commit = subprocess.run(
+        ["git", "-C", str(code), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    try:
+        transformers_version = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        transformers_version = "not installed"
+    return [
+        f"- authors' code: {code} at commit {commit or 'unknown (not a git checkout)'}",
+        f"- transformers: {transformers_version}",
+    ]
 
 
 def authors_pairs(code: Path, names: Sequence[str] | None, shape: Shape) -> tuple[list[Pair], list[str]]:

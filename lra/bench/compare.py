@@ -97,10 +97,10 @@ class Comparison:
 def saved_tensor_bytes(run: Callable[[], torch.Tensor], exclude: Iterable[torch.Tensor] = ()) -> int:
     """Bytes of the tensors that the graph of ``run()``'s output keeps for backward.
 
-    Walks the graph from the output and reads each node's saved tensors (its ``_saved_*``
-    attributes), so saves of branches dropped before ``run`` returns (a detached ``amax``) are not
-    counted; each storage is counted once (a tensor saved by two operations, or views of one
-    tensor, are one allocation); storages of ``exclude`` (inputs, weights) are not counted.
+    Walks the graph from the output and reads each node's saved tensors, so saves of branches
+    dropped before ``run`` returns (a detached ``amax``) are not counted; each storage is counted
+    once (a tensor saved by two operations, or views of one tensor, are one allocation); storages
+    of ``exclude`` (inputs, weights) are not counted.
     """
     excluded = {t.untyped_storage().data_ptr() for t in exclude}
     storages: dict[int, int] = {}
@@ -111,16 +111,21 @@ def saved_tensor_bytes(run: Callable[[], torch.Tensor], exclude: Iterable[torch.
             continue
         seen.add(node)
         pending += [next_node for next_node, _ in node.next_functions]
-        for name in dir(node):
-            if not name.startswith("_saved_"):
-                continue
-            value = getattr(node, name)
-            for tensor in value if isinstance(value, (tuple, list)) else (value,):
-                if isinstance(tensor, torch.Tensor):
-                    storage = tensor.untyped_storage()
-                    if storage.data_ptr() not in excluded:
-                        storages[storage.data_ptr()] = storage.nbytes()
+        for tensor in node_saved_tensors(node):
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in excluded:
+                storages[storage.data_ptr()] = storage.nbytes()
     return sum(storages.values())
+
+
+def node_saved_tensors(node: torch.autograd.graph.Node) -> list[torch.Tensor]:
+    """The tensors a graph node holds for backward: a built-in node's ``_saved_*`` attributes, a
+    custom ``autograd.Function``'s ``saved_tensors``."""
+    values = [getattr(node, name) for name in dir(node) if name.startswith("_saved_")]
+    if hasattr(node, "saved_tensors"):
+        values.append(node.saved_tensors)
+    flat = [item for value in values for item in (value if isinstance(value, (tuple, list)) else (value,))]
+    return [item for item in flat if isinstance(item, torch.Tensor)]
 
 
 def forward_backward(function: Function, inputs: Inputs) -> Callable[[], None]:
@@ -220,6 +225,10 @@ def write_report(
     )
     table = markdown_table(HEADER, [comparison_row(result) for result in results])
     notes = [f"- skipped {line}" for line in skipped]
+    if settings.against == "authors":
+        from lra.bench.authors_cores import authors_provenance
+
+        notes = authors_provenance(Path(settings.authors_code)) + notes
     outputs.write_page(f"Our cores against {settings.against}", [method], [table], notes)
 
 

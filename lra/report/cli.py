@@ -26,6 +26,7 @@ from lra.report.papers import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table
 from lra.report.provenance import rerun_command
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
+from lra.report.studies import studies_section
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 REPORT_FILE = "lra_table.md"
@@ -101,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     written = write_figures(specs, report, args.out)
     command = rerun_command("lra.report", argv)
     text = build_report(runs, command, papers, args.final, written, report)
+    text += "".join(f"\n{section}\n" for root in roots if (section := studies_section(root, args.out)))
     (args.out / REPORT_FILE).write_text(text)
     print(f"wrote {args.out / REPORT_FILE} and {len(written)} figure(s) (PNG and SVG) in {args.out}")
     if args.wandb:

@@ -5,7 +5,7 @@ val/acc_best and parameters, its trials completed / failed / interrupted / runni
 Optuna's own matplotlib visualisation: the optimisation history and the parameter importances (mean
 decrease in impurity of a random forest over the completed trials)::
 
-    python -m lra.studies --runs multirun --out results/studies [--storage postgresql://...]
+    python -m lra.report.studies --runs multirun --out results/studies [--storage postgresql://...]
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def studies_section(root: Path, out_dir: Path, storages: Sequence[str] = ()) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m lra.studies", description=__doc__.split("\n\n")[0])
+    description = __doc__.split("\n\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m lra.report.studies", description=description)
     parser.add_argument("--runs", type=Path, default=Path("multirun"), help="folder searched for optuna.db")
     parser.add_argument("--out", type=Path, default=Path("results/studies"), help="where studies.md goes")
     parser.add_argument(
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not section:
         print(f"no study in {args.runs} or {args.storage}")
         return 1
-    command = rerun_command("lra.studies", argv)
+    command = rerun_command("lra.report.studies", argv)
     path = args.out / "studies.md"
     path.write_text(f"{section}\n\nWritten by `{command}`.\n")
     print(f"{section}\n\nwrote {path}")
