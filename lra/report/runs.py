@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import attention_zoo
+from lra.summary import SCHEMA, SUMMARY_FILE
 
-SCHEMAS = (1, 2)  # the summary.json versions this report reads
+SCHEMAS = tuple(range(1, SCHEMA + 1))  # the summary.json layouts this report reads: every one so far
 CHANCE_MARGIN = 0.01  # one accuracy point
 TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
 
@@ -125,7 +126,7 @@ def load_run(path: Path) -> Run:
 
 def find_runs(roots: Sequence[Path]) -> list[Run]:
     """Every summary.json under ``roots``, sorted by path."""
-    return [load_run(path) for root in roots for path in sorted(root.rglob("summary.json"))]
+    return [load_run(path) for root in roots for path in sorted(root.rglob(SUMMARY_FILE))]
 
 
 def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
