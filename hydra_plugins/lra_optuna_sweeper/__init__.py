@@ -21,22 +21,11 @@ logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 class LRAOptunaSweeper(Sweeper):
-    def __init__(
-        self,
-        sampler: Any,
-        direction: str,
-        storage: str | None,
-        study_name: str | None,
-        n_trials: int,
-        n_jobs: int,
-        params: DictConfig | None,
-        heartbeat_s: int,
-    ) -> None:
+    def __init__(self, **settings: Any) -> None:
+        """``settings``: the ``hydra/sweeper`` config's keys, which ``StudySweeper`` takes by name."""
         from lra.search.sweeper import StudySweeper
 
-        self.sweeper = StudySweeper(
-            sampler, direction, storage, study_name, n_trials, n_jobs, params, heartbeat_s
-        )
+        self.sweeper = StudySweeper(**settings)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.sweeper.setup(hydra_context=hydra_context, task_function=task_function, config=config)
