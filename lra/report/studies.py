@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from lra.plotting import agg_pyplot, save_figure
 from lra.report.provenance import markdown_table, rerun_command
 from lra.search.study import STUDY_FILE, trial_counts
 
@@ -41,11 +42,8 @@ def save_plot(ax: Any, path: Path, title: str) -> Path:
     ax.set_title(title, fontsize=9)
     figure.set_size_inches(7, 4)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
-    return path
+    (written,) = save_figure(figure, path, formats=(".png",))
+    return written
 
 
 def study_plots(study: Any, out_dir: Path) -> dict[str, Path]:
@@ -53,7 +51,7 @@ def study_plots(study: Any, out_dir: Path) -> dict[str, Path]:
     the importance plot only with 2 or more completed trials."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    agg_pyplot()
     import optuna
     from optuna.visualization import matplotlib as optuna_plots
 
