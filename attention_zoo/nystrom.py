@@ -18,30 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.landmarks import padded_landmarks
 from attention_zoo.masking import check_inputs, key_padding_bias, zero_padding
 from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
-
-
-def segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
-    """Means of ``count`` contiguous, near-equal segments of the sequence: (..., n, d) -> (..., count, d).
-
-    Position j belongs to segment ⌊j·count/n⌋, so segment i spans positions ⌈i·n/count⌉ to
-    ⌈(i+1)·n/count⌉ − 1: sizes differ by at most one and none is empty when count <= n.
-    When count divides n this is a reshape and a sum; otherwise each segment is read as the
-    ⌈n/count⌉ slots from its start, a short segment's last slot pointing at an appended zero row,
-    and each slot sum is divided by its segment's true size (O(n·d), no (count × n) matrix).
-    """
-    n = x.shape[-2]
-    if n % count == 0:
-        # a sum scaled afterwards: its backward is a broadcast view, where mean's materialises (n, d)
-        return x.unflatten(-2, (count, n // count)).sum(dim=-2) * (count / n)
-    bounds = (torch.arange(count + 1, device=x.device) * n + count - 1) // count  # ⌈i·n/count⌉
-    start, size = bounds[:-1], bounds.diff()
-    slots = start[:, None] + torch.arange(-(-n // count), device=x.device)  # (count, ⌈n/count⌉)
-    slots = torch.where(slots < bounds[1:, None], slots, n)  # n: the appended zero row
-    gathered = F.pad(x, (0, 0, 0, 1)).index_select(-2, slots.flatten())
-    return gathered.unflatten(-2, tuple(slots.shape)).sum(dim=-2) / size[:, None].to(x.dtype)
 
 
 @register_attention("nystrom", approximates="standard", budget_option="num_landmarks")
@@ -105,10 +85,10 @@ class NystromAttention(nn.Module):
     ) -> torch.Tensor:
         """float32 (B, H, N, D) in and out."""
         scale = self.head_dim**-0.5  # d^(-1/4) on Q and on K, applied to their products
-        q, k, v = (zero_padding(x, mask) for x in (q, k, v))
         count = min(self.num_landmarks, q.shape[-2])
-        q_landmarks = segment_means(q, count)  # Q̃: (B, H, m, D)
-        k_landmarks = segment_means(k, count)  # K̃: (B, H, m, D)
+        q, q_landmarks = padded_landmarks(q, mask, count)  # Q̃: (B, H, m, D)
+        k, k_landmarks = padded_landmarks(k, mask, count)  # K̃: (B, H, m, D)
+        v = zero_padding(v, mask)
 
         # Ã: (B, H, m, m); B̃ V = softmax(Q̃ Kᵀ + padding bias) V: (B, H, m, D); F̃ W = softmax(Q K̃ᵀ) W
         landmark_kernel = torch.softmax(q_landmarks @ k_landmarks.transpose(-1, -2) * scale, dim=-1)

@@ -17,6 +17,8 @@ def iterative_pinv(matrix: torch.Tensor, iterations: int) -> torch.Tensor:
     """Approximate pseudo-inverse of each matrix: (..., r, c) -> (..., c, r), always float32.
 
     Runs with autocast off and in float32 whatever the input dtype. An all-zero matrix gives zeros.
+    Each step's ``cI − AZ·X`` is one ``baddbmm`` (a scaled identity plus a negated product) rather
+    than a product and a subtraction: the same arithmetic, fewer small operations and buffers.
     """
     with torch.autocast(device_type=matrix.device.type, enabled=False):
         a = matrix.float()
@@ -25,8 +27,12 @@ def iterative_pinv(matrix: torch.Tensor, iterations: int) -> torch.Tensor:
         norm_inf = magnitude.sum(dim=-1).amax(dim=-1)  # largest row abs-sum, (...)
         scale = (norm_1 * norm_inf).clamp_min(torch.finfo(torch.float32).tiny)
         z = a.transpose(-1, -2) / scale[..., None, None]
-        eye = torch.eye(a.shape[-2], dtype=a.dtype, device=a.device)
+        batch_shape, (rows, cols) = a.shape[:-2], a.shape[-2:]
+        a, z = a.reshape(-1, rows, cols), z.reshape(-1, cols, rows)  # one batch axis for bmm
+        eye = torch.eye(rows, dtype=a.dtype, device=a.device)
         for _ in range(iterations):
-            az = a @ z
-            z = 0.25 * z @ (13 * eye - az @ (15 * eye - az @ (7 * eye - az)))
-        return z
+            az = torch.bmm(a, z)
+            inner = torch.baddbmm(eye, az, 7 * eye - az, beta=15, alpha=-1)  # 15I − AZ(7I − AZ)
+            outer = torch.baddbmm(eye, az, inner, beta=13, alpha=-1)  # 13I − AZ(15I − AZ(7I − AZ))
+            z = torch.bmm(z, outer) * 0.25  # ¼·Z·(…): a power of two, exact in either order
+        return z.reshape(*batch_shape, cols, rows)

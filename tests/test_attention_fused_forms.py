@@ -1,6 +1,7 @@
 """nystrom and skyformer through fused attention calls, and performer without kept copies, compute the
 same functions as their previous forms (kernels formed in memory, ``lra.bench.previous_cores``): value
-and gradients within 1e-5 relative on padded inputs, with the same landmarks, weights and features.
+and gradients within 1e-5 relative on padded inputs, with the same landmarks, weights and features;
+the iterative inverse with fused steps equals its previous form.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ import pytest
 import torch
 
 import attention_zoo
+from attention_zoo.pinv import iterative_pinv
 from lra.bench.compare import saved_tensor_bytes
-from lra.bench.previous_cores import PREVIOUS
+from lra.bench.previous_cores import PREVIOUS, previous_iterative_pinv
 
 HEADS, HEAD_DIM, SEQ = 2, 16, 70
 LENGTHS = [SEQ, 37, 0]  # full, padded, fully padded
 OPTIONS = {  # small budgets, a length no budget divides
     "nystrom": {"num_landmarks": 8, "conv_kernel_size": 5},
+    "nystrom-divisible": {"num_landmarks": 10, "conv_kernel_size": 5},  # 10 segments of 7
     "skyformer": {"num_landmarks": 24},
     "performer": {"num_features": 40},
     "performer-authors": {"num_features": 40, "temperature": "d", "feature_epsilon": 1e-4},
@@ -79,3 +82,15 @@ def test_backward_keeps_less_than_the_previous_form(label):
     torch.manual_seed(1)
     old = saved_tensor_bytes(lambda: previous(core, q, k, v, mask), held)
     assert new < old, (new, old)
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (3, 6, 6), (2, 2, 8, 5)])
+def test_iterative_pinv_with_fused_steps_equals_its_previous_form(shape):
+    matrix = torch.softmax(torch.randn(shape, generator=torch.Generator().manual_seed(3)), dim=-1)
+    matrix.requires_grad_(True)
+    weights = torch.randn(*shape[:-2], shape[-1], shape[-2], generator=torch.Generator().manual_seed(4))
+    new, old = iterative_pinv(matrix, 6), previous_iterative_pinv(matrix, 6)
+    new_grad, old_grad = (torch.autograd.grad((inverse * weights).sum(), matrix)[0] for inverse in (new, old))
+    assert new.shape == old.shape
+    assert relative_error(new, old) < 1e-5
+    assert relative_error(new_grad, old_grad) < 1e-5

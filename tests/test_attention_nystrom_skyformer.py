@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
-from attention_zoo.nystrom import segment_means
+from attention_zoo.landmarks import padded_landmarks, segment_means
 from attention_zoo.pinv import iterative_pinv
 from attention_zoo.skyformer import sample_landmark_rows
 
@@ -90,6 +90,23 @@ def test_segment_means_average_positions_ceil_i_n_over_m_to_ceil_next_minus_one(
     weights = randn(count, 3, seed=1)
     (means * weights).sum().backward()
     torch.testing.assert_close(x.grad, (averaging.T @ weights).expand_as(x))
+
+
+@pytest.mark.parametrize(("n", "count"), [(12, 4), (11, 4)])
+@pytest.mark.parametrize("lengths", [None, (12, 5)])
+def test_padded_landmarks_backward_is_the_gradient_of_masking_then_averaging(n, count, lengths):
+    """The hand-written backward of padded_landmarks against torch.autograd.gradcheck, in float64."""
+    x = torch.randn(2, 2, n, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    mask = None if lengths is None else torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    zeroed, means = padded_landmarks(x, mask, count)
+    expected = x if mask is None else x * mask[:, None, :, None]
+    assert zeroed.is_contiguous()
+    torch.testing.assert_close(zeroed, expected)
+    torch.testing.assert_close(means, segment_means(expected, count))
+    assert torch.autograd.gradcheck(
+        lambda t: padded_landmarks(t, mask, count),
+        x.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3).requires_grad_(),
+    )
 
 
 def nystrom_vs_standard(

@@ -1,5 +1,6 @@
 """The nystrom, skyformer and performer cores as they were computed before they ran through fused
-attention calls: each (n × m) kernel formed in memory. References for ``python -m lra.bench compare
+attention calls: each (n × m) kernel formed in memory, the landmarks' padding, means and inverse
+as separate autograd operations. References for ``python -m lra.bench compare
 --against previous`` and for the equivalence tests; each takes the current core for its options and
 weights, so both forms compute with the same landmarks, convolution and random features.
 
@@ -15,10 +16,10 @@ import torch
 
 import attention_zoo
 from attention_zoo.kernelized import gaussian_kernel
+from attention_zoo.landmarks import segment_means
 from attention_zoo.masking import key_padding_bias, zero_padding
-from attention_zoo.nystrom import NystromAttention, segment_means
+from attention_zoo.nystrom import NystromAttention
 from attention_zoo.performer import PerformerAttention
-from attention_zoo.pinv import iterative_pinv
 from attention_zoo.skyformer import SkyformerAttention, sample_landmark_rows
 from lra.bench.compare import Pair
 
@@ -28,6 +29,22 @@ def previous_segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
     ``count`` divides the length."""
     n = x.shape[-2]
     return x.unflatten(-2, (count, n // count)).mean(dim=-2) if n % count == 0 else segment_means(x, count)
+
+
+def previous_iterative_pinv(matrix: torch.Tensor, iterations: int) -> torch.Tensor:
+    """``iterative_pinv`` as it was: each step's products and subtractions as separate operations."""
+    with torch.autocast(device_type=matrix.device.type, enabled=False):
+        a = matrix.float()
+        magnitude = a.abs()
+        scale = (magnitude.sum(dim=-2).amax(dim=-1) * magnitude.sum(dim=-1).amax(dim=-1)).clamp_min(
+            torch.finfo(torch.float32).tiny
+        )
+        z = a.transpose(-1, -2) / scale[..., None, None]
+        eye = torch.eye(a.shape[-2], dtype=a.dtype, device=a.device)
+        for _ in range(iterations):
+            az = a @ z
+            z = 0.25 * z @ (13 * eye - az @ (15 * eye - az @ (7 * eye - az)))
+        return z
 
 
 def previous_nystrom(
@@ -45,7 +62,7 @@ def previous_nystrom(
     key_logits = q_landmarks @ k.transpose(-1, -2)
     bias = key_padding_bias(mask, key_logits.dtype)
     key_kernel = torch.softmax(key_logits if bias is None else key_logits + bias, dim=-1)
-    out = query_kernel @ (iterative_pinv(landmark_kernel, core.pinv_iterations) @ (key_kernel @ v))
+    out = query_kernel @ (previous_iterative_pinv(landmark_kernel, core.pinv_iterations) @ (key_kernel @ v))
     return out if core.conv is None else out + core._conv_skip(v)
 
 
@@ -73,7 +90,7 @@ def previous_skyformer(
     normalised = inv_sqrt_degree[..., :, None] * block * inv_sqrt_degree[..., None, :]
     inverse = (
         inv_sqrt_degree[..., :, None]
-        * iterative_pinv(normalised, core.pinv_iterations)
+        * previous_iterative_pinv(normalised, core.pinv_iterations)
         * inv_sqrt_degree[..., None, :]
     )
     return query_kernel @ (inverse @ (key_kernel @ v))
