@@ -1,11 +1,13 @@
 """Resident memory of this process (Linux ``/proc/self/status``), without torch or Lightning.
 
-Used by the training callbacks (``perf/peak_rss_mb``) and by the efficiency benchmark's subprocesses,
-which must stay light to import.
+Used by the training callbacks (``perf/peak_rss_mb``) and by the benchmarks' subprocesses, which must
+stay light to import; the benchmarks also count page faults and can keep the C heap from shrinking.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import re
 import resource
 import sys
@@ -46,3 +48,24 @@ def peak_rss_mb() -> float:
     except OSError:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
         return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def minor_page_faults() -> int:
+    """Minor page faults of this process so far: pages the kernel mapped (and zeroed) on first touch."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+# glibc's mallopt parameters (malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+
+
+def keep_freed_heap() -> None:
+    """Make glibc's malloc keep freed memory for reuse: no block served by its own mmap (freed, it is
+    unmapped) and no trimming of the heap's top. A process that frees and re-allocates large buffers
+    each step then stops taking a page fault per 4 KiB on every new buffer. ``OSError`` without glibc.
+    """
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if not hasattr(libc, "mallopt") or not hasattr(libc, "gnu_get_libc_version"):
+        raise OSError("--steady-heap needs glibc's malloc (Linux)")
+    if not (libc.mallopt(M_MMAP_MAX, 0) and libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1)):
+        raise OSError("glibc refused the malloc settings (mallopt returned 0)")

@@ -3,6 +3,7 @@ and the authors' code loaded from a checkout (a stand-in one here) with unusable
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -48,6 +49,7 @@ def test_against_previous_writes_a_row_per_core_with_the_provenance(tmp_path):
     assert "load average" in report
     rows = (tmp_path / "compare_previous_cpu.csv").read_text().splitlines()
     assert rows[0].startswith("label,length,ours_median_ms") and len(rows) == 4
+    assert "Allocator: glibc's default" in report and "page faults per step" in report
 
 
 def test_against_authors_loads_their_code_and_skips_what_cannot_be_compared(stand_in_checkout, tmp_path):
@@ -67,3 +69,38 @@ def test_against_authors_needs_a_checkout(tmp_path):
         main(["compare", "--against", "authors", *TINY, *out])
     with pytest.raises(SystemExit):
         main(["compare", "--against", "authors", "--authors-code", str(tmp_path / "missing"), *TINY, *out])
+
+
+FAULTS_OF_A_NEW_BUFFER = """
+import sys, torch
+from lra.memory import keep_freed_heap, minor_page_faults
+if sys.argv[1] == "steady":
+    keep_freed_heap()
+for _ in range(3):
+    before = minor_page_faults()
+    torch.ones(2**24).sum()  # 64 MiB, freed at once
+print(minor_page_faults() - before)
+"""
+
+
+def test_steady_heap_reuses_freed_buffers_without_page_faults():
+    """glibc by default unmaps a freed 64 MiB buffer, so the next one faults in all 16384 of its pages."""
+    faults = {
+        setting: int(
+            subprocess.run(
+                [sys.executable, "-c", FAULTS_OF_A_NEW_BUFFER, setting],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        for setting in ("default", "steady")
+    }
+    assert faults["default"] >= 16384 and faults["steady"] < 1000, faults
+
+
+def test_steady_heap_run_writes_its_own_page(tmp_path):
+    argv = ["-m", "lra.bench", "compare", "--against", "previous", "--cores", "nystrom", *TINY]
+    subprocess.run([sys.executable, *argv, "--steady-heap", "--out", str(tmp_path)], check=True)
+    report = (tmp_path / "compare_previous_steady_heap_cpu.md").read_text()
+    assert "Allocator: steady heap" in report and "| nystrom | 64 |" in report

@@ -4,10 +4,17 @@ Each pair (ours, reference) runs forward+backward (the gradients of the output's
 the inputs) on the same inputs in one process and one thread: after a warm-up of each, the two
 alternate (ours first in even rounds, the reference first in odd ones) so that load from other
 processes falls on both alike. Printed per pair: the median times, their ratio, the ratio of the
-fastest steps, the range (min–max) of the per-round ratios, and the bytes autograd keeps for
-backward (``saved_tensor_bytes``: the tensors the output's graph holds, each storage once, not
-counting the inputs or the module's weights; in one process the resident-set peak mixes both
-implementations' allocator reuse, so it is not reported).
+fastest steps, the range (min–max) of the per-round ratios, the median minor page faults per step
+of each side, and the bytes autograd keeps for backward (``saved_tensor_bytes``: the tensors the
+output's graph holds, each storage once, not counting the inputs or the module's weights; in one
+process the resident-set peak mixes both implementations' allocator reuse, so it is not reported).
+
+Page faults: glibc's malloc hands large buffers back to the OS when they are freed, and each 4 KiB
+page of a new one is then mapped and zeroed on first touch. How often that happens depends on the
+allocator's history, so a side that allocates many large buffers (the previous forms' (n × m) kernels)
+can take a third of its time in faults in one run and almost none in the next. ``--steady-heap``
+makes malloc keep freed memory (``lra.memory.keep_freed_heap``): the times are then compute and
+memory traffic only, and steadier; both settings are worth a page.
 
 - ``--against previous``: nystrom, skyformer and performer against their forms before they ran
   through fused attention calls (``lra.bench.previous_cores``), at n = 1024, 4096, 16384;
@@ -27,6 +34,7 @@ import torch
 
 from lra.bench.output import Outputs, number
 from lra.bench.timing import time_steps
+from lra.memory import keep_freed_heap, minor_page_faults
 from lra.report.provenance import markdown_table
 
 HELP = "forward+backward of our cores against reference implementations, timed interleaved"
@@ -52,12 +60,15 @@ class Pair:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The timed steps of both sides of one pair at one length (ms) and what each keeps (bytes)."""
+    """The timed steps of both sides of one pair at one length (ms), their page faults, and what each
+    keeps (bytes)."""
 
     label: str
     length: int
     ours_ms: list[float]
     reference_ms: list[float]
+    ours_faults: list[int]
+    reference_faults: list[int]
     ours_saved: int
     reference_saved: int
 
@@ -72,6 +83,14 @@ class Comparison:
     @property
     def time_ratio(self) -> float:
         return self.ours_median_ms / self.reference_median_ms
+
+    @property
+    def ours_median_faults(self) -> float:
+        return statistics.median(self.ours_faults)
+
+    @property
+    def reference_median_faults(self) -> float:
+        return statistics.median(self.reference_faults)
 
     @property
     def fastest_ratio(self) -> float:
@@ -154,12 +173,22 @@ def compare(pair: Pair, length: int, rounds: int, warmup: int) -> Comparison:
         for _ in range(warmup):
             step()
     times: dict[str, list[float]] = {"ours": [], "reference": []}
+    faults: dict[str, list[int]] = {"ours": [], "reference": []}
     for round_index in range(rounds):
         order = ("ours", "reference") if round_index % 2 == 0 else ("reference", "ours")
         for side in order:
+            before = minor_page_faults()
             times[side] += time_steps(steps[side], CPU, warmup=0, repeats=1).times_ms
+            faults[side].append(minor_page_faults() - before)
     return Comparison(
-        pair.label, length, times["ours"], times["reference"], saved["ours"], saved["reference"]
+        pair.label,
+        length,
+        times["ours"],
+        times["reference"],
+        faults["ours"],
+        faults["reference"],
+        saved["ours"],
+        saved["reference"],
     )
 
 
@@ -171,6 +200,8 @@ CSV_COLUMNS = {
     "reference_median_ms": ".2f",
     "time_ratio": ".3f",
     "fastest_ratio": ".3f",
+    "ours_median_faults": ".0f",
+    "reference_median_faults": ".0f",
     "ours_kept_mb": ".2f",
     "reference_kept_mb": ".2f",
     "kept_ratio": ".3f",
@@ -183,6 +214,7 @@ HEADER = (
     "time ratio",
     "fastest-step ratio",
     "per-round ratios",
+    "page faults per step (ours / reference)",
     "ours kept (MB)",
     "reference kept (MB)",
     "kept ratio",
@@ -203,6 +235,7 @@ def comparison_row(result: Comparison) -> list[str]:
         f"**{result.time_ratio:.2f}**",
         f"{result.fastest_ratio:.2f}",
         f"{min(ratios):.2f}–{max(ratios):.2f}",
+        f"{result.ours_median_faults:.0f} / {result.reference_median_faults:.0f}",
         f"{result.ours_kept_mb:.1f}",
         f"{result.reference_kept_mb:.1f}",
         number(result.kept_ratio, ".2f") or "—",
@@ -219,9 +252,17 @@ def write_report(
         f"{settings.threads} torch thread(s); reference: {REFERENCES[settings.against]}. {settings.warmup} "
         f"warm-up step(s) each, then {settings.rounds} rounds alternating the two (median per side; "
         "fastest-step ratio: the two sides' fastest steps, which load from other processes inflates "
-        "least; per-round ratios: min–max of ours/reference within a round). Kept: bytes the output's "
+        "least; per-round ratios: min–max of ours/reference within a round; page faults: median minor "
+        "faults per step, each a 4 KiB page mapped and zeroed on first touch). Kept: bytes the output's "
         "graph keeps for backward, inputs and weights not counted (a resident-set peak cannot separate "
         "two implementations in one process)."
+    )
+    heap = (
+        "Allocator: steady heap (`--steady-heap`: glibc's malloc keeps freed memory, so the times are "
+        "compute and memory traffic without page faults)."
+        if settings.steady_heap
+        else "Allocator: glibc's default (large freed buffers go back to the OS; page faults on new ones "
+        "count in the times and vary with the allocator's history; `--steady-heap` removes them)."
     )
     table = markdown_table(HEADER, [comparison_row(result) for result in results])
     notes = [f"- skipped {line}" for line in skipped]
@@ -229,7 +270,7 @@ def write_report(
         from lra.bench.authors_cores import authors_provenance
 
         notes = authors_provenance(Path(settings.authors_code)) + notes
-    outputs.write_page(f"Our cores against {settings.against}", [method], [table], notes)
+    outputs.write_page(f"Our cores against {settings.against}", [method, heap], [table], notes)
 
 
 def pairs_for(settings: argparse.Namespace, length: int) -> tuple[list[Pair], list[str]]:
@@ -261,6 +302,11 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument(
+        "--steady-heap",
+        action="store_true",
+        help="keep freed memory in the C heap (glibc): times without page faults; writes *_steady_heap_*",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path("results"), help="folder for compare_<against>_cpu.*"
     )
     return run
@@ -270,7 +316,10 @@ def run(settings: argparse.Namespace, argv: Sequence[str]) -> None:
     if settings.against == "authors" and not settings.authors_code:
         raise ValueError("--against authors needs --authors-code PATH (a checkout of pkuzengqi/Skyformer)")
     lengths = settings.lengths or ([1024, 4096, 16384] if settings.against == "previous" else [4096])
-    outputs = Outputs.start(settings.out, f"compare_{settings.against}", CPU, ["compare", *argv])
+    benchmark = f"compare_{settings.against}" + ("_steady_heap" if settings.steady_heap else "")
+    outputs = Outputs.start(settings.out, benchmark, CPU, ["compare", *argv])
+    if settings.steady_heap:
+        keep_freed_heap()
     torch.set_num_threads(settings.threads)
     results, skipped = [], []
     for length in lengths:
