@@ -60,6 +60,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "num_workers": NonNegativeInt,
     "features": PositiveInt | None,
     "threads": PositiveInt | None,
+    "steady_heap": bool,
 }
 KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
 

@@ -23,7 +23,7 @@ SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
 # Keys that say how or where a run executes, not what it computes: a run may resume with others
 # (lra.resume), and a search's name leaves them out (lra.search.study).
-IGNORED_KEYS = ("resume", "num_workers", "threads", "data_root")
+IGNORED_KEYS = ("resume", "num_workers", "threads", "steady_heap", "data_root")
 # The hyperparameter search a trial belongs to (lra.search): its W&B runs are grouped by it.
 STUDY_ENV = "LRA_STUDY"
 

@@ -7,6 +7,7 @@ Everything a run is made of is built here (``build_model``, ``build_module``, ``
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
 from lra.loggers import RunIdentity, build_loggers, finish_loggers
+from lra.memory import keep_freed_heap
 from lra.model import LRAClassifier
 from lra.module import LRALitModule
 from lra.naming import attention_budget
@@ -41,6 +43,8 @@ from lra.resume import (
 )
 from lra.summary import now_iso
 from lra.training_state import TrainingOrderState
+
+log = logging.getLogger(__name__)
 
 
 def build_model(cfg: DictConfig) -> LRAClassifier:
@@ -194,6 +198,8 @@ def train_and_test(cfg: DictConfig, plan: RunPlan, job: dict[str, Any], state: J
     resumed_step = None if plan.checkpoint is None else checkpoint_step(plan.checkpoint)
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
+    if cfg.steady_heap and not keep_freed_heap():
+        log.info("steady_heap: this C library is not glibc; its malloc keeps its own settings")
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module = build_module(cfg)  # a bad model or attention option stops here, before any data work
     datamodule = state.datamodule = build_datamodule(cfg)

@@ -207,6 +207,7 @@ def test_launchers_compose(launcher):
             r"^task.warmup_steps=1000 exceeds trainer.max_steps=50: the one_cycle schedule",
         ),
         ("logger.wandb.mode=sometimes", r"^logger.wandb.mode='sometimes' is invalid; valid modes"),
+        ("steady_heap=2", r"^steady_heap=2 is invalid: it must be a boolean"),
     ],
 )
 def test_bad_values_are_one_clear_line(override, message):

@@ -305,3 +305,11 @@ def test_step_timer_reads_completed_steps_at_once_and_keeps_only_the_rest_pendin
     timer.drain()
     assert timer.seconds == [0.001, 0.001] and len(timer.pending) == 1
     assert timer.all_seconds() == [0.001] * 3 and not timer.pending  # waits for the last step
+
+
+@pytest.mark.parametrize(("setting", "calls"), [("true", 1), ("false", 0)])
+def test_steady_heap_sets_up_the_c_heap_before_training(data_root, tmp_path, monkeypatch, setting, calls):
+    made = []
+    monkeypatch.setattr("lra.train.keep_freed_heap", lambda: made.append(True) or True)
+    summary = run_job(data_root, tmp_path, "listops", "standard", f"steady_heap={setting}")
+    assert summary["status"] == "completed" and len(made) == calls

@@ -318,8 +318,8 @@ def run(settings: argparse.Namespace, argv: Sequence[str]) -> None:
     lengths = settings.lengths or ([1024, 4096, 16384] if settings.against == "previous" else [4096])
     benchmark = f"compare_{settings.against}" + ("_steady_heap" if settings.steady_heap else "")
     outputs = Outputs.start(settings.out, benchmark, CPU, ["compare", *argv])
-    if settings.steady_heap:
-        keep_freed_heap()
+    if settings.steady_heap and not keep_freed_heap():
+        raise ValueError("--steady-heap needs glibc's malloc (Linux); this C library has no mallopt")
     torch.set_num_threads(settings.threads)
     results, skipped = [], []
     for length in lengths:

@@ -8,7 +8,8 @@ median of ``--steps`` timed steps after ``--warmup`` untimed ones is projected t
 synchronised timing, ``max_memory_allocated``; CPU: wall time, peak RSS, few steps by default (a step
 at these shapes takes seconds). Like the efficiency benchmark, each CPU configuration runs in a fresh
 subprocess by default (``lra.bench.isolation``), so that one that runs out of memory or time is a row
-(``oom``, ``timeout``), not a crash. Table and page: ``lra.bench.train_speed_table``.
+(``oom``, ``timeout``), not a crash; its C heap is set up as the training job sets its own
+(``steady_heap``). Table and page: ``lra.bench.train_speed_table``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from lra.bench.timing import Failure, StepTimes, default_device, measure_step
 from lra.bench.train_speed_table import CSV_COLUMNS, page, paper_hours
 from lra.bench.train_step import HarnessStep, documents, job_config, precision
 from lra.checks import check_config
+from lra.memory import keep_freed_heap
 from lra.report.published import TASKS
 
 HELP = "median full training step per task × attention, projected to a run, beside Skyformer Table 2"
@@ -123,6 +125,8 @@ def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
     load_1min = os.getloadavg()[0]
     device = torch.device(config.device)
     cfg = config.compose()
+    if cfg.steady_heap:  # as the training job sets its process up
+        keep_freed_heap()
     result = measure_step(
         partial(HarnessStep.build, cfg, device),
         device,
