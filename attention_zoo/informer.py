@@ -106,11 +106,13 @@ def sparsity_measure(
     product and the sampled ones are picked from them: on a CPU several times faster than gathering
     U keys per query for a batch of matrix-vector products. Memory O(chunk · N).
     """
-    heads = q.shape[1]
-    parts = []
-    for start in range(0, q.shape[2], SAMPLE_CHUNK):
+    batch, heads, length, _ = q.shape
+    measure = torch.empty(batch, heads, length, dtype=q.dtype, device=q.device)
+    for start in range(0, length, SAMPLE_CHUNK):
         scores = q[:, :, start : start + SAMPLE_CHUNK] @ k.transpose(-1, -2)  # (B, H, c, N)
         positions = sampled[:, None, start : start + SAMPLE_CHUNK].expand(-1, heads, -1, -1)
         picked = scores.gather(-1, positions)  # (B, H, c, U)
-        parts.append(picked.amax(-1) - picked.sum(-1) / count[:, None, None])
-    return torch.cat(parts, dim=-1)
+        del scores  # before the next chunk's: one (c × N) buffer at a time, reused by the next
+        chunk = measure[..., start : start + SAMPLE_CHUNK]
+        torch.sub(picked.amax(-1), picked.sum(-1) / count[:, None, None], out=chunk)
+    return measure
