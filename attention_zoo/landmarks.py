@@ -4,8 +4,9 @@
 one autograd node. Its backward spreads the means' gradient over their segments, adds it to the
 gradient of the zeroed tensor and masks the sum in place: one new (B, H, N, D) tensor, where the
 same composition of ``zero_padding`` and ``segment_means`` under autograd makes three (the spread
-broadcast, the sum, the masked sum) — at n = 4096 those full-size passes were a tenth of Nyström's
-forward+backward.
+broadcast, the sum, the masked sum). Its zeroed tensor is (B, H, N, D)-contiguous, the layout the CPU
+flash attention runs fastest on. Measured interleaved at n = 4096 (batch 4, 2 heads, one thread):
+3.4 ms less of Nyström's ~54 ms forward+backward than the autograd composition.
 """
 
 from __future__ import annotations
