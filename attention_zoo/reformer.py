@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.masking import check_inputs
+from attention_zoo.masking import check_inputs, real_tokens
 from attention_zoo.registry import PositiveInt, register_attention
 
 SELF_SCORE = -1e5  # a token's score with itself: loses to any other real key, beats padding
@@ -105,8 +105,7 @@ class ReformerAttention(nn.Module):
         num_chunks = -(-length // self.chunk_size)
         padded_length = num_chunks * self.chunk_size
         extra = padded_length - length
-        real = torch.ones(batch, length, dtype=torch.bool, device=q.device) if mask is None else mask
-        real = F.pad(real, (0, extra), value=False)
+        real = F.pad(real_tokens(q, mask), (0, extra), value=False)
         with torch.autocast(device_type=q.device.type, enabled=False):
             shared = F.pad((q + k).float(), (0, 0, 0, extra))  # (B, H, L, D)
             values = F.pad(v.float(), (0, 0, 0, extra))

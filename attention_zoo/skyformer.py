@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from attention_zoo.kernelized import gaussian_attention, gaussian_kernel
-from attention_zoo.masking import check_inputs, zero_padding
+from attention_zoo.masking import check_inputs, real_tokens, zero_padding
 from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
@@ -76,8 +76,7 @@ class SkyformerAttention(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         check_inputs(q, k, v, mask)
-        if mask is None:
-            mask = torch.ones(q.shape[0], q.shape[2], dtype=torch.bool, device=q.device)
+        mask = real_tokens(q, mask)
         with torch.autocast(device_type=q.device.type, enabled=False):
             out = self._attend(q.float(), k.float(), v.float(), mask)
         return out.to(q.dtype)

@@ -17,7 +17,7 @@ import torch
 import attention_zoo
 from attention_zoo.kernelized import gaussian_kernel
 from attention_zoo.landmarks import segment_means
-from attention_zoo.masking import key_padding_bias, zero_padding
+from attention_zoo.masking import key_padding_bias, real_tokens, zero_padding
 from attention_zoo.nystrom import NystromAttention
 from attention_zoo.performer import PerformerAttention
 from attention_zoo.skyformer import SkyformerAttention, sample_landmark_rows
@@ -71,8 +71,7 @@ def previous_skyformer(
 ) -> torch.Tensor:
     """κ(Q̂, XS) M⁺ κ(XS, K̂) V with both Gaussian kernels (N × m, m × N) formed; landmarks drawn from
     the global RNG as the core draws them (seed it the same to compare)."""
-    if mask is None:
-        mask = torch.ones(q.shape[0], q.shape[2], dtype=torch.bool, device=q.device)
+    mask = real_tokens(q, mask)
     scale = core.head_dim**-0.25
     q = zero_padding(q, mask) * scale
     k = zero_padding(k, mask) * scale
