@@ -27,7 +27,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens, zero_padding
+from attention_zoo.masking import (
+    attend_in_float32,
+    check_inputs,
+    key_padding_bias,
+    real_tokens,
+    zero_padding,
+)
 from attention_zoo.registry import PositiveInt, register_attention
 
 SAMPLE_CHUNK = 128  # queries whose sampled scores are taken at once
@@ -74,9 +80,7 @@ class InformerAttention(nn.Module):
     ) -> torch.Tensor:
         check_inputs(q, k, v, mask)
         real = real_tokens(q, mask)
-        with torch.autocast(device_type=q.device.type, enabled=False):
-            out = self._attend(q.float(), k.float(), v.float(), real, self.sample_keys(real))
-        return out.to(q.dtype)
+        return attend_in_float32(self._attend, q, k, v, real, self.sample_keys(real))
 
     def _attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor, sampled: torch.Tensor

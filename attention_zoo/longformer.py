@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens
+from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import NonNegativeInt, OddPositiveInt, register_attention
 
 PAD_SCORE = torch.finfo(torch.float32).min / 2  # the score of a key outside the band or padded
@@ -65,9 +65,7 @@ class LongformerAttention(nn.Module):
     ) -> torch.Tensor:
         check_inputs(q, k, v, mask)
         real = real_tokens(q, mask)
-        with torch.autocast(device_type=q.device.type, enabled=False):
-            out = self._attend(q.float(), k.float(), v.float(), real)
-        return out.to(q.dtype)
+        return attend_in_float32(self._attend, q, k, v, real)
 
     def global_positions(self, real: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The first g real positions of each sequence: indices (B, g) and whether each exists (B, g)."""

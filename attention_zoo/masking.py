@@ -1,9 +1,11 @@
-"""Helpers for the key-padding mask shared by the cores.
+"""Helpers shared by the cores: the key-padding mask, the input contract, float32 computation.
 
 mask: (batch, seq) bool, True = real token; None means every position is real.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -46,3 +48,13 @@ def real_tokens(q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is not None:
         return mask
     return torch.ones(q.shape[0], q.shape[2], dtype=torch.bool, device=q.device)
+
+
+def attend_in_float32(
+    attend: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: object
+) -> torch.Tensor:
+    """``attend(q, k, v, *args)`` on float32 copies with autocast off, the result in q's dtype:
+    (B, H, N, D) in and out, for cores whose kernels, sums or inverses need float32 under bf16/fp16."""
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        out = attend(q.float(), k.float(), v.float(), *args)
+    return out.to(q.dtype)

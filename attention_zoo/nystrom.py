@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.landmarks import padded_landmarks
-from attention_zoo.masking import check_inputs, key_padding_bias, zero_padding
+from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_bias, zero_padding
 from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
 
@@ -76,9 +76,7 @@ class NystromAttention(nn.Module):
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         check_inputs(q, k, v, mask)
-        with torch.autocast(device_type=q.device.type, enabled=False):
-            out = self._attend(q.float(), k.float(), v.float(), mask)
-        return out.to(q.dtype)
+        return attend_in_float32(self._attend, q, k, v, mask)
 
     def _attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from attention_zoo.kernelized import gaussian_attention, gaussian_kernel
-from attention_zoo.masking import check_inputs, real_tokens, zero_padding
+from attention_zoo.masking import attend_in_float32, check_inputs, real_tokens, zero_padding
 from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
@@ -77,9 +77,7 @@ class SkyformerAttention(nn.Module):
     ) -> torch.Tensor:
         check_inputs(q, k, v, mask)
         mask = real_tokens(q, mask)
-        with torch.autocast(device_type=q.device.type, enabled=False):
-            out = self._attend(q.float(), k.float(), v.float(), mask)
-        return out.to(q.dtype)
+        return attend_in_float32(self._attend, q, k, v, mask)
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """float32 (B, H, N, D) in and out; mask (B, N) bool."""
