@@ -7,7 +7,6 @@ stay light to import; the benchmarks also count page faults and can keep the C h
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import re
 import resource
 import sys
@@ -65,8 +64,7 @@ def keep_freed_heap() -> bool:
     each step then stops taking a page fault per 4 KiB on every new buffer; its resident memory stays
     at its peak. False where the C library is not glibc (macOS) or refuses: nothing changed then.
     """
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is None or not hasattr(libc, "mallopt") or not hasattr(libc, "gnu_get_libc_version"):
+    libc = ctypes.CDLL(None)  # the symbols this process already has: its C library's among them
+    if not hasattr(libc, "mallopt") or not hasattr(libc, "gnu_get_libc_version"):
         return False
     return bool(libc.mallopt(M_MMAP_MAX, 0) and libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
