@@ -8,7 +8,7 @@
 ``storage`` writes the prepared format, ``prepared`` reads and verifies it.
 """
 
-from data_prep.prepared import PreparedSet, PreparedSplit, load
+from data_prep.reader import PreparedSet, PreparedSplit, load
 from data_prep.recipes import ensure_prepared, how_to_prepare, resolve
 from data_prep.storage import CorruptDataError, DataNotPreparedError, PreparedWriter, default_root
 

@@ -32,8 +32,8 @@ COMMAND_MODULES: list[str] = [
     "data_prep.retrieval",
     "data_prep.image",
     "data_prep.pathfinder.prepare",
-    "data_prep.pathfinder.stats",
-    "data_prep.release",
+    "data_prep.pathfinder.fidelity.stats",
+    "data_prep.lra_archive",
 ]
 
 

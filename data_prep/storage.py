@@ -10,7 +10,7 @@ Layout of ``ROOT/NAME/`` (NAME is the task, or ``task-variant`` such as ``listop
 
 A set is written into a hidden temporary folder that is renamed into place only once every
 array and ``meta.json`` are complete, so an interrupted preparation never leaves a set that
-loads. Reading (``data_prep.prepared``) memory-maps the arrays and checks each one's size and
+loads. Reading (``data_prep.reader``) memory-maps the arrays and checks each one's size and
 SHA-256 against meta.json.
 """
 

@@ -43,7 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 from data_prep.storage import write_json
 from lra.errors import ConfigError
 from lra.naming import IGNORED_KEYS, run_name, varied_options
-from lra.summary import POINTER_FILE, SUMMARY_FILE
+from lra.summary_json import POINTER_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
 

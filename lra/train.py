@@ -25,12 +25,12 @@ from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor, ValidateAtL
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
+from lra.job_end import JobState, failures_noted, record_outcome, report_completed
 from lra.loggers import RunIdentity, build_loggers, finish_loggers
 from lra.memory import keep_freed_heap
 from lra.model import LRAClassifier
 from lra.module import LRALitModule
 from lra.naming import attention_budget
-from lra.outcome import JobState, failures_noted, record_outcome, report_completed
 from lra.preemption import lightning_plugins
 from lra.resume import (
     CHECKPOINT_DIR,
@@ -41,7 +41,7 @@ from lra.resume import (
     plan_run,
     record_plan,
 )
-from lra.summary import now_iso
+from lra.summary_json import now_iso
 from lra.training_state import TrainingOrderState
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.source_samples import SOURCES, real_sample, write_cifar_archive, write_imdb, write_listops_2018
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-from source_samples import SOURCES, real_sample, write_cifar_archive, write_imdb, write_listops_2018
 
 import lra  # noqa: F401  (registers the lra.* resolvers)
 from data_prep import PreparedWriter

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.source_samples import PATHFINDER_HARD as DIFFICULTY
+from helpers.source_samples import write_pathfinder_release as build_release
+from helpers.source_samples import write_png
 from PIL import Image
-from source_samples import PATHFINDER_HARD as DIFFICULTY
-from source_samples import write_pathfinder_release as build_release
-from source_samples import write_png
 
 import data_prep
 from data_prep.commands import main
@@ -28,7 +28,7 @@ from data_prep.pathfinder.generator import (
     to_bytes,
 )
 from data_prep.pathfinder.layout import FREE, blocked
-from data_prep.pathfinder.release import read_image
+from data_prep.pathfinder.release_images import read_image
 from data_prep.pathfinder.settings import PRESETS, settings_for
 from data_prep.pathfinder.snakes import CROWDED
 

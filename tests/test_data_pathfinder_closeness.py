@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from source_samples import write_pathfinder_release
+from helpers.source_samples import write_pathfinder_release
 
 from data_prep.commands import main
+from data_prep.pathfinder.fidelity.reference import load_reference
+from data_prep.pathfinder.fidelity.stats import count_components, distance_accuracy
+from data_prep.pathfinder.fidelity.two_sample import image_features, level_shares, two_sample_test
 from data_prep.pathfinder.generator import generate_range
-from data_prep.pathfinder.reference import load_reference
-from data_prep.pathfinder.stats import count_components, distance_accuracy
-from data_prep.pathfinder.two_sample import image_features, level_shares, two_sample_test
 
 # 4,000 hard 32×32 images of the original generator (its README says how they were made).
 SHARED_REFERENCE = (

@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader
 
 import data_prep
-from data_prep import prepared as prepared_module
+from data_prep import reader as prepared_module
 from data_prep.storage import ARRAY_KINDS, CorruptDataError, DataNotPreparedError, PreparedWriter, token_dtype
 
 COMMAND = "python -m data_prep listops --root ROOT --name tiny --num-train 4"

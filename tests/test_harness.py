@@ -20,7 +20,7 @@ import attention_zoo
 from attention_zoo import registry
 from data_prep.recipes import RECIPES, Build, Recipe
 from lra.callbacks import StepTimer
-from lra.summary import SCHEMA
+from lra.summary_json import SCHEMA
 from lra.train import run
 
 PERF_KEYS = ("perf/step_ms", "perf/samples_per_s", "perf/train_time_s", "perf/peak_rss_mb", "model/params")

@@ -51,7 +51,7 @@ def test_joblib_sweep_runs_two_jobs_at_once_with_divided_threads(data_root, tmp_
         "attention=standard,nystrom",
         "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2",
-        "+callbacks.threads._target_=record_threads.RecordThreads",
+        "+callbacks.threads._target_=helpers.record_threads.RecordThreads",
         *tiny_data_overrides(data_root),
         f"hydra.sweep.dir={sweep}",
     ]

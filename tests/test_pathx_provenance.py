@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from conftest import compose_config
-from source_samples import write_pathfinder_release
+from helpers.source_samples import write_pathfinder_release
 
 import data_prep
 from data_prep.commands import main

@@ -1,4 +1,4 @@
-"""The papers' numbers in ``lra.report.published``: every row of the tables the report and the benchmarks
+"""The papers' numbers in ``lra.published_numbers``: every row of the tables the report and the benchmarks
 put ours beside, and the checks the papers' own figures allow."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from itertools import pairwise
 import pytest
 
 import attention_zoo
-from lra.report.published import (
+from lra.published_numbers import (
     ACCURACY,
     LAYER_COST,
     LAYER_COST_LENGTHS,

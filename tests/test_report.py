@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_summaries import write_summary
+from helpers.report_summaries import write_summary
 
+from lra.published_numbers import ACCURACY
 from lra.report.cli import main
-from lra.report.published import ACCURACY
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SKYFORMER_PROTOCOL = {"schedule": "one_cycle", "clip": "value", "clip_value": 1.0, "select_after": 0.2}

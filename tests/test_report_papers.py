@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from conftest import compose_config, smoke_overrides
-from report_summaries import write_curve, write_summary
+from helpers.report_summaries import write_curve, write_summary
 
 from lra.plotting import agg_pyplot, text_problems
+from lra.published_numbers import TASKS
 from lra.report.cli import main
 from lra.report.curves import read_curve, read_curves
 from lra.report.figures import accuracy_vs_time, speed_accuracy_memory, validation_curves
-from lra.report.published import TASKS
 from lra.report.runs import find_runs, latest_per_seed, load_run
 from lra.train import run
 

@@ -1,7 +1,8 @@
 """Reliability of long runs: resume after SIGTERM or SIGKILL (``resume=auto`` or PATH), reproducible seeds.
 
 The interruptions are real signals, sent by the run to itself at a chosen step through the
-``callbacks`` config key (``tests/signal_at_step.py``), so that they land mid-training at a known step.
+``callbacks`` config key (``tests/helpers/signal_at_step.py``), so that they land mid-training at a
+known step.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from conftest import compose_config, smoke_overrides, tiny_data_overrides
 from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
-from lra.outcome import SIGTERM_EXIT_STATUS
+from lra.job_end import SIGTERM_EXIT_STATUS
 from lra.resume import (
     POINTER_FILE,
     RUN_FILE,
@@ -38,7 +39,7 @@ MAX_STEPS, EVAL_EVERY, SIGNAL_STEP = 12, 4, 6
 def signal_at(step: int, name: str, marker: Path) -> list[str]:
     """Overrides that send this run the signal ``name`` after training step ``step`` (once)."""
     return [
-        "+callbacks.signal._target_=signal_at_step.SignalAtStep",
+        "+callbacks.signal._target_=helpers.signal_at_step.SignalAtStep",
         f"+callbacks.signal.step={step}",
         f"+callbacks.signal.signal={name}",
         f"+callbacks.signal.once={marker}",

@@ -21,7 +21,7 @@ from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
 from lra.report.cli import main as report_main
 from lra.search.best import apply_best, objective
 from lra.search.study import ERROR_ATTR, counts_toward_total, open_storage, study_name, trained_params
-from lra.summary import read_summaries
+from lra.summary_json import read_summaries
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides  # noqa: E402

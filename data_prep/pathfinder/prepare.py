@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from data_prep.commands import command, rebuild_command
 from data_prep.pathfinder.generator import CONTOUR_LENGTHS, check_options, generate_chunks
-from data_prep.pathfinder.release import (
+from data_prep.pathfinder.release_images import (
     DEFAULT_DIFFICULTY,
     DIFFICULTY_FOLDERS,
     SIDE,

@@ -6,5 +6,5 @@ Each benchmark is a command module (``efficiency``, ``fidelity``, ``train_speed`
 timeout and a memory limit), ``output`` (the one writer: CSV, the markdown page with its provenance,
 figures), ``timing`` (median step time and peak memory on CPU or CUDA) and ``baselines`` (the naive
 softmax core). Every benchmark writes ``results/<benchmark>_<device>.*`` with the machine and the
-command that reruns it (``lra.report.provenance``).
+command that reruns it (``lra.provenance``).
 """

@@ -35,7 +35,7 @@ import torch
 from lra.bench.output import Outputs, number
 from lra.bench.timing import time_steps
 from lra.memory import keep_freed_heap, minor_page_faults
-from lra.report.provenance import markdown_table
+from lra.provenance import markdown_table
 
 HELP = "forward+backward of our cores against reference implementations, timed interleaved"
 Inputs = tuple[torch.Tensor, ...]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lra.bench.baselines import NAIVE
-from lra.report.provenance import markdown_table
-from lra.report.published import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
+from lra.provenance import markdown_table
+from lra.published_numbers import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
 
 if TYPE_CHECKING:
     from lra.bench.efficiency import Measurement
@@ -76,7 +76,7 @@ PAPER_TABLES = {
 
 
 def published_figures() -> dict[tuple[str, int], Figures]:
-    """Nyströmformer Table 1 (``lra.report.published``): (label, n) -> (memory MB, time ms)."""
+    """Nyströmformer Table 1 (``lra.published_numbers``): (label, n) -> (memory MB, time ms)."""
     return {(cost.label, cost.seq_len): (cost.memory_mb, cost.time_ms) for cost in LAYER_COST}
 
 

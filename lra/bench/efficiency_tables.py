@@ -16,7 +16,7 @@ from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
 from lra.bench.isolation import isolation_note
 from lra.bench.output import Outputs
 from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
-from lra.report.provenance import markdown_table
+from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -12,7 +12,7 @@ import torch
 
 import attention_zoo
 from lra.bench.fidelity_measure import QKV
-from lra.summary import SUMMARY_FILE
+from lra.summary_json import SUMMARY_FILE
 
 
 def capture_core_inputs(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lra.bench.fidelity_measure import FidelityRow
 from lra.bench.output import Outputs
 from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
-from lra.report.provenance import markdown_table
+from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

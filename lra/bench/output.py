@@ -1,6 +1,6 @@
 """The one writer of every benchmark: ``<out>/<benchmark>_<device>.{csv,md,png}`` with their provenance.
 
-``Outputs.start`` captures where and when the run is measured (``lra.report.provenance``: the machine, the
+``Outputs.start`` captures where and when the run is measured (``lra.provenance``: the machine, the
 load, the command that reruns it) before any measurement changes torch's thread count. A benchmark
 then hands it its rows with the CSV columns (attribute name -> format), and its page as paragraphs and
 sections; every page reads: the title, the paragraphs, the provenance lines, the sections.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lra.plotting import save_figure
-from lra.report.provenance import machine_description, rerun_command
+from lra.provenance import machine_description, rerun_command
 
 if TYPE_CHECKING:
     import torch

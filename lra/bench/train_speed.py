@@ -34,7 +34,7 @@ from lra.bench.train_speed_table import CSV_COLUMNS, page, paper_hours
 from lra.bench.train_step import HarnessStep, documents, job_config, precision
 from lra.checks import check_config
 from lra.memory import keep_freed_heap
-from lra.report.published import TASKS
+from lra.published_numbers import TASKS
 
 HELP = "median full training step per task × attention, projected to a run, beside Skyformer Table 2"
 # device type -> (timed steps, warm-up steps) when --steps / --warmup are not given

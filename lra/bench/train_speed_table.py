@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from lra.bench.isolation import isolation_note
 from lra.bench.output import number
-from lra.report.provenance import markdown_table
-from lra.report.published import RUN_COST, RUN_COST_PAPER
+from lra.provenance import markdown_table
+from lra.published_numbers import RUN_COST, RUN_COST_PAPER
 
 if TYPE_CHECKING:
     import torch

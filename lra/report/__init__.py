@@ -5,5 +5,5 @@ the metrics CSVs, ``tables`` and ``figures`` draw, ``papers`` says which tables 
 has, ``document`` assembles the markdown and ``wandb_log`` logs the same to W&B. ``progress`` counts a
 sweep's jobs, ``published`` holds the papers' numbers and ``provenance`` the machine, command and
 markdown lines shared with ``lra.bench``. Nothing is imported here, so ``lra.bench`` can import
-``lra.report.provenance`` without the rest.
+``lra.provenance`` without the rest.
 """

@@ -6,7 +6,7 @@
 Reads every ``summary.json`` under the run folders (Hydra's ``outputs/`` for single runs and
 ``multirun/`` for sweeps by default) and writes ``<out>/lra_table.md``: test accuracy per attention
 × task as mean ± std over seeds (n seeds, runs at chance flagged), each paper's tables in its layout
-with ours beside the published figures (``lra.report.papers``; all three papers unless ``--paper``
+with ours beside the published figures (``lra.report.paper_layouts``; all three papers unless ``--paper``
 picks one), the failed / NaN / interrupted jobs apart with their errors, and the figures as PNG and
 SVG beside it. ``--final`` adds the accuracy at the final weights; ``--wandb`` logs the same tables and
 figures to W&B (``lra.report.wandb_log``).
@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lra.plotting import save_figure
+from lra.provenance import rerun_command
 from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
-from lra.report.papers import PAPERS, FigureSpec, ReportInput
+from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table
-from lra.report.provenance import rerun_command
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.studies import studies_section
 

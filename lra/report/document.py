@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from lra.report import figures
-from lra.report.papers import PAPERS, FigureSpec, ReportInput
+from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.runs import CHANCE_MARGIN, GENERATED, Run, latest_per_seed
 from lra.report.tables import accuracy_table, failed_section
 

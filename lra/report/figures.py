@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis
+from lra.published_numbers import TASKS
 from lra.report.curves import Curve, seed_band
-from lra.report.published import TASKS
 from lra.report.runs import Cell, Run, metric_cells
 from lra.report.tables import REFERENCE, memory_cells
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from lra.naming import short_keys
-from lra.report.provenance import markdown_table
+from lra.provenance import markdown_table
 from lra.resume import RUN_FILE
-from lra.summary import POINTER_FILE, SUMMARY_FILE, run_folder
+from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
 
 ACTIVE_SECONDS = 600  # a run that wrote nothing for this long is no longer counted as running
 STATES = ("completed", "running", "interrupted", "failed")

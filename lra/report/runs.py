@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import attention_zoo
-from lra.summary import SCHEMA, SUMMARY_FILE
+from lra.summary_json import SCHEMA, SUMMARY_FILE
 
 SCHEMAS = tuple(range(1, SCHEMA + 1))  # the summary.json layouts this report reads: every one so far
 CHANCE_MARGIN = 0.01  # one accuracy point

@@ -20,7 +20,7 @@ from typing import Any
 from unittest import mock
 
 from lra.plotting import agg_pyplot, save_figure
-from lra.report.provenance import markdown_table, rerun_command
+from lra.provenance import markdown_table, rerun_command
 from lra.search.study import STUDY_FILE, trial_counts
 
 OBJECTIVE = "val/acc_best"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from lra.report.provenance import markdown_table
-from lra.report.published import RUN_COST, RUN_COST_PAPER, SKYFORMER_TASK_ORDER, TASKS, PublishedAccuracy
+from lra.provenance import markdown_table
+from lra.published_numbers import RUN_COST, RUN_COST_PAPER, SKYFORMER_TASK_ORDER, TASKS, PublishedAccuracy
 from lra.report.runs import GENERATED, Cell, Run, metric_cells
 
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}

@@ -47,7 +47,7 @@ from lra.search.study import (
     trained_params,
     trial_counts,
 )
-from lra.summary import job_summary_file
+from lra.summary_json import job_summary_file
 
 log = logging.getLogger(__name__)
 NOT_A_KEY = object()

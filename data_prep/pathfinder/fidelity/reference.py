@@ -17,8 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from data_prep.pathfinder.release import DEFAULT_DIFFICULTY, find_difficulty_folder, list_images, read_image
-from data_prep.prepared import PreparedSet
+from data_prep.pathfinder.release_images import (
+    DEFAULT_DIFFICULTY,
+    find_difficulty_folder,
+    list_images,
+    read_image,
+)
+from data_prep.reader import PreparedSet
 from data_prep.storage import META_FILE, SPLITS
 
 Images = tuple[np.ndarray, np.ndarray]  # images (N, R, R) uint8, labels (N,) int64

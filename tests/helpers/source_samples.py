@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 SOURCES = ("built", "real sample")  # the parameters of the source fixtures in conftest.py
 
 CIFAR_CLASSES = [

@@ -39,15 +39,15 @@ import numpy as np
 from tqdm import tqdm
 
 from data_prep.commands import command
+from data_prep.pathfinder.fidelity.logistic import predict
+from data_prep.pathfinder.fidelity.reference import load_reference
+from data_prep.pathfinder.fidelity.two_sample import report
 from data_prep.pathfinder.generator import (
     CONTOUR_LENGTHS,
     check_options,
     run_jobs,
     set_images,
 )
-from data_prep.pathfinder.logistic import predict
-from data_prep.pathfinder.reference import load_reference
-from data_prep.pathfinder.two_sample import report
 
 CHUNK = 250
 FOLDS = 5

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lra.provenance import markdown_table
+from lra.published_numbers import LRA_ACCURACY, NYSTROMFORMER_ACCURACY, SKYFORMER_ACCURACY, PublishedAccuracy
 from lra.report import figures
 from lra.report.curves import Curve
-from lra.report.provenance import markdown_table
-from lra.report.published import LRA_ACCURACY, NYSTROMFORMER_ACCURACY, SKYFORMER_ACCURACY, PublishedAccuracy
 from lra.report.runs import Run
 from lra.report.tables import paper_accuracy_table, skyformer_cost_tables
 

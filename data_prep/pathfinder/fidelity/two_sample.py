@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from data_prep.pathfinder.logistic import predict
+from data_prep.pathfinder.fidelity.logistic import predict
 
 BINS = 16
 LEVELS = 256

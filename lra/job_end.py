@@ -29,7 +29,7 @@ from lra.data import LRADataModule
 from lra.errors import ConfigError
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
-from lra.summary import SUMMARY_FILE, format_table, make_summary, write_summary
+from lra.summary_json import SUMMARY_FILE, format_table, make_summary, write_summary
 
 if TYPE_CHECKING:
     from lra.train import TrainerParts

@@ -1,6 +1,6 @@
 """A Lightning callback that sends its own process a signal at a given training step (tests of ``resume``).
 
-``python -m lra +callbacks.kill._target_=signal_at_step.SignalAtStep +callbacks.kill.step=5
+``python -m lra +callbacks.kill._target_=helpers.signal_at_step.SignalAtStep +callbacks.kill.step=5
 +callbacks.kill.signal=SIGTERM`` with ``tests/`` on PYTHONPATH: the signal lands after the 5th optimizer
 step, exactly as one sent from outside (by a cluster before pre-emption, or ``kill -9``) at that moment.
 ``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on.

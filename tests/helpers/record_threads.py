@@ -1,6 +1,6 @@
 """A Lightning callback that writes the torch thread count and process id of its job (tests of
-``hydra/launcher=joblib``): ``+callbacks.threads._target_=record_threads.RecordThreads`` with ``tests/``
-on PYTHONPATH writes ``threads.json`` in the run folder when training starts."""
+``hydra/launcher=joblib``): ``+callbacks.threads._target_=helpers.record_threads.RecordThreads``
+with ``tests/`` on PYTHONPATH writes ``threads.json`` in the run folder when training starts."""
 
 from __future__ import annotations
 
