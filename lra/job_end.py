@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import lightning as L
 import torch
@@ -30,9 +30,7 @@ from lra.errors import ConfigError
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
 from lra.summary_json import SUMMARY_FILE, format_table, make_summary, write_summary
-
-if TYPE_CHECKING:
-    from lra.train import TrainerParts
+from lra.trainers import TrainerParts
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
@@ -66,10 +64,19 @@ class JobState:
     status: str = "completed"
     error: str | None = None
     loggers: list[Logger] = field(default_factory=list)
-    parts: TrainerParts | None = None
+    parts: TrainerParts | None = None  # fine-tuning's
     datamodule: LRADataModule | None = None
     resumed_from: Path | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
+    pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
+
+    def stopped_at(self) -> str:
+        """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``
+        before any trainer)."""
+        if self.parts is None and self.pretrain_parts is not None:
+            return f"pretraining step {self.pretrain_parts.trainer.global_step}"
+        return f"step {self.parts.trainer.global_step if self.parts else None}"
 
 
 @contextmanager
@@ -83,10 +90,9 @@ def failures_noted(state: JobState) -> Iterator[None]:
     except EXPLAINED_ERRORS as exception:
         state.status, state.error = "failed", str(exception)
     except SIGTERMException:
-        step = state.parts.trainer.global_step if state.parts else None
         saved = state.run_dir / CHECKPOINT_DIR
         state.status = "interrupted"
-        state.error = f"SIGTERM at step {step}; the state is saved in {saved}: resume=auto continues"
+        state.error = f"SIGTERM at {state.stopped_at()}; the state is saved in {saved}: resume=auto continues"
         raise SystemExit(SIGTERM_EXIT_STATUS) from None
     except (KeyboardInterrupt, SystemExit):
         state.status, state.error = "interrupted", "interrupted before the end of the run"
@@ -117,6 +123,7 @@ def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dic
         data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
         resumed_from=state.resumed_from,
         job=job,
+        pretrain=state.pretrain,
     )
     if rank_zero_only.rank == 0:
         path = write_summary(summary, state.run_dir)

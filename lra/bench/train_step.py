@@ -10,7 +10,7 @@ then the step-interval schedulers. The optimizer and schedulers are the module's
 ``configure_optimizers()``, parsed by the function the Trainer itself calls
 (``_init_optimizers_and_lr_schedulers``, private to Lightning), so whatever form the module returns
 means here what it means in a run. Gradient clipping comes from ``cfg.protocol``
-through ``lra.train.clipping``, as in a run.
+through ``lra.trainers.clipping``, as in a run.
 
 Logging: ``training_step`` calls ``self.log``, and the hooks may read ``self.trainer``. The module is
 given a ``Trainer(barebones=True)`` (never fitted): Lightning's mode for measuring raw speed, in which
@@ -36,7 +36,8 @@ from lightning.pytorch.utilities.types import LRSchedulerConfig
 from omegaconf import DictConfig
 
 from lra.__main__ import CONFIG_DIR
-from lra.train import build_module, clipping
+from lra.train import build_module
+from lra.trainers import clipping
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels
 BAREBONES_LOG_WARNING = r".*self\.log\(\)` but `Trainer\(barebones=True\)` is configured.*"
