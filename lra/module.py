@@ -32,8 +32,12 @@ class NonFiniteLossWatch:
     it happened.
     """
 
-    def __init__(self, attention_name: str) -> None:
+    def __init__(
+        self, attention_name: str, loss_name: str = "training loss", lr_key: str = "task.lr"
+    ) -> None:
         self.attention_name = attention_name
+        self.loss_name = loss_name  # what the message calls the loss, and the learning rate to lower
+        self.lr_key = lr_key
         self.first_step: torch.Tensor | None = None
 
     def record(self, loss: torch.Tensor, step: int) -> None:
@@ -48,8 +52,8 @@ class NonFiniteLossWatch:
         step = int(self.first_step)
         if step >= 0:
             raise NonFiniteLossError(
-                f"training loss is not finite (NaN or inf) at step {step} with attention "
-                f"{self.attention_name!r}; lower task.lr or change the attention's options"
+                f"{self.loss_name} is not finite (NaN or inf) at step {step} with attention "
+                f"{self.attention_name!r}; lower {self.lr_key} or change the attention's options"
             )
 
 

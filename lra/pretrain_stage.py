@@ -133,14 +133,24 @@ def check_compatible(
                 f"this run has {key}={value!r}"
             )
     expected = unwrapped(encoder).state_dict()
-    for name in sorted(set(expected) | set(weights)):
-        theirs, mine = weights.get(name), expected.get(name)
-        if theirs is None or mine is None or theirs.shape != mine.shape:
-            shapes = [None if t is None else tuple(t.shape) for t in (theirs, mine)]
+    for name in [*expected, *(name for name in weights if name not in expected)]:  # the model's order
+        shapes = [layout(entries.get(name, MISSING)) for entries in (weights, expected)]
+        if shapes[0] != shapes[1]:
             raise ConfigError(
                 f"pretrain.from={path}: the weights do not fit this model ({name}: {shapes[0]} there, "
                 f"{shapes[1]} here); pretrain with this run's model options"
             )
+
+
+MISSING = object()
+
+
+def layout(entry: Any) -> Any:
+    """What must agree between two state-dict entries: a tensor's shape, the kind of a module's extra
+    state (BigBird's pattern seed: the pretrained one is loaded with the weights), None where absent."""
+    if entry is MISSING:
+        return None
+    return tuple(entry.shape) if isinstance(entry, torch.Tensor) else type(entry).__name__
 
 
 def pretrain(

@@ -153,7 +153,7 @@ class MaskedPretrainModule(L.LightningModule):
         self.val_seed = val_seed
         self.val_masks = torch.Generator()
         self.finite_check_every = finite_check_every
-        self.nonfinite = NonFiniteLossWatch(attention_name)
+        self.nonfinite = NonFiniteLossWatch(attention_name, "pretraining loss", "pretrain.lr")
         self.val_correct = SumMetric()
         self.val_masked = SumMetric()
 
@@ -196,8 +196,9 @@ class MaskedPretrainModule(L.LightningModule):
         accuracy = self.val_correct.compute() / self.val_masked.compute().clamp(min=1)
         self.val_correct.reset()
         self.val_masked.reset()
-        self.log("val/pretrain_acc", accuracy, prog_bar=True)
-        self.log(PRETRAIN_STEP, float(self.global_step))
+        # Already over every process (the metrics sync): sync_dist averages equal values.
+        self.log("val/pretrain_acc", accuracy, prog_bar=True, sync_dist=True)
+        self.log(PRETRAIN_STEP, float(self.global_step), sync_dist=True)
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(
