@@ -28,7 +28,7 @@ torch: $(PY)
 	fi
 
 install: torch
-	$(PIP) install -q -e ".[dev,cluster,search]"
+	$(PIP) install -q -e ".[dev,cluster,search,dashboards]"
 
 # The README's main job: a ~5 minute CPU demo (ListOps from the built-in generator, short sequences).
 run: install

@@ -11,7 +11,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import attention_zoo
@@ -43,6 +43,8 @@ class Run:
     chance: float | None = None  # the test split's majority-class share (schema 2), 0-1
     wandb_project: str | None = None  # the W&B project it logged to, if any
     features: int | None = None  # the shared budget of approximate attentions, if set
+    config: dict = field(default_factory=dict)  # the resolved config
+    options: dict[str, str] = field(default_factory=dict)  # the options its sweep varied: {key: value}
 
     def at_chance(self, metric: str = "test/acc") -> bool:
         """True when ``metric``, one of ``TEST_ACCURACIES`` (0-1), is at most the majority share plus
@@ -119,6 +121,8 @@ def load_run(path: Path) -> Run:
             chance=majority.get("test"),
             wandb_project=((config.get("logger") or {}).get("wandb") or {}).get("project"),
             features=config.get("features"),
+            config=config,
+            options=summary.get("options") or {},
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")

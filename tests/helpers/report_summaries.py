@@ -24,9 +24,10 @@ def write_summary(
     data: dict | None = None,
     schema: int | None = None,
     metrics: dict | None = None,
+    options: dict | None = None,
 ) -> Path:
-    """A run folder with its summary.json; ``schema`` None writes a schema-1 file (no ``schema`` key).
-    Returns the run folder."""
+    """A run folder with its summary.json; ``schema`` None writes a schema-1 file (no ``schema`` key);
+    ``options``: the options its sweep varied. Returns the run folder."""
     all_metrics = {"perf/train_time_s": train_time_s, "perf/peak_rss_mb": 2048.0, "train/steps": 100}
     if acc is not None:
         all_metrics["test/acc"] = acc
@@ -43,6 +44,7 @@ def write_summary(
         "finished": finished,
         "protocol": protocol or DEFAULT_PROTOCOL,
         "data": data,
+        "options": options or {},
     }
     if schema is not None:
         summary["schema"] = schema
