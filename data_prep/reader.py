@@ -126,9 +126,10 @@ class PreparedSet:
         """stamps.json: each array's ``{bytes, mtime_ns, sha256}`` when its SHA-256 was last checked;
         empty for a set written before stamps were recorded, or whose stamps.json is unreadable."""
         try:
-            return json.loads((self.directory / STAMPS_FILE).read_text())
+            stamps = json.loads((self.directory / STAMPS_FILE).read_text())
         except (OSError, ValueError):
             return {}
+        return stamps if isinstance(stamps, dict) else {}
 
     def check_files(self, split: str, *, full: bool = False) -> None:
         """Each array of ``split`` against meta.json; ``CorruptDataError`` names the first bad one.

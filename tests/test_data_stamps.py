@@ -102,12 +102,15 @@ def test_an_array_touched_but_unchanged_is_hashed_once_and_stamped_again(folder,
     assert hashed == ["train.tokens.npy"]  # not again
 
 
-def test_a_stamp_of_other_content_is_not_trusted(folder, hashed):
+def test_a_stamp_of_other_content_or_a_broken_stamps_file_is_not_trusted(folder, hashed):
     recorded = stamps(folder)
     recorded["train.lengths.npy"]["sha256"] = "0" * 64  # a stamp left by another set under this name
     (folder / STAMPS_FILE).write_text(json.dumps(recorded))
     data_prep.load("listops", "train", root=folder.parent)
     assert hashed == ["train.lengths.npy"]
+    (folder / STAMPS_FILE).write_text("[]")  # not stamps at all: every array of the split is hashed
+    data_prep.load("listops", "train", root=folder.parent)
+    assert hashed == ["train.lengths.npy", *TRAIN] and sorted(stamps(folder)) == sorted(TRAIN)
 
 
 def test_a_set_without_stamps_is_hashed_once_or_at_every_start_when_read_only(folder, hashed, monkeypatch):
