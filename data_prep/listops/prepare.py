@@ -8,12 +8,9 @@
         --source test_d20s.tsv --split test                        # 2018 files: one split per file
 
 Tokens: 0 = pad, then ``[MIN [MAX [MED [SM ]`` and the digits 0-9 (vocab 16); the brackets ``]``
-are kept (LRA's fix of March 2021), ``(`` and ``)`` are dropped. Rows longer than ``--seq-len``
-are truncated and counted in meta.json (``truncated``).
-
-Generated sets are seeded: trees come from chunks whose generators are seeded by
-``(seed, chunk index)``, are de-duplicated across all splits in generation order, and fill
-train, then val, then test. The same seed and options give identical arrays.
+are kept (as in LRA's corrected ListOps files), ``(`` and ``)`` are dropped. Rows longer than
+``--seq-len`` are truncated and counted in meta.json (``truncated``). The same seed and options give
+identical generated arrays (``write_generated``).
 """
 
 from __future__ import annotations
@@ -117,7 +114,10 @@ def write_from_files(writer: PreparedWriter, files: dict[str, Path], seq_len: in
 def write_generated(
     writer: PreparedWriter, sizes: dict[str, int], shape: TreeShape, seed: int, seq_len: int
 ) -> dict[str, int]:
-    """Fill the splits with unique generated trees (train, then val, then test); returns statistics."""
+    """Fill the splits with unique generated trees (train, then val, then test); returns statistics.
+
+    Trees come from chunks whose generators are seeded by ``(seed, chunk index)`` and are
+    de-duplicated across all splits in generation order."""
     arrays = {
         split: writer.create_split(split, size, (seq_len,), VOCAB_SIZE) for split, size in sizes.items()
     }
