@@ -206,13 +206,8 @@ def run_listops(args: argparse.Namespace) -> None:
             stats = write_generated(writer, sizes, shape, args.seed, args.seq_len)
             writer.meta["truncated"] = {split: stats.pop(f"truncated_{split}") for split in sizes}
             writer.meta.update(stats)
-        counts = {split: len(arrays.labels) for split, arrays in writer.arrays.items()}
-    summary = ", ".join(f"{split} {counts[split]}" for split in SPLITS if split in counts)
     truncated = sum(writer.meta["truncated"].values())
-    print(
-        f"listops: wrote {Path(args.root) / args.name} ({summary}; seq_len {args.seq_len}, "
-        f"vocab {VOCAB_SIZE}, truncated {truncated}) in {time.time() - started:.1f}s"
-    )
+    writer.report(f"seq_len {args.seq_len}, vocab {VOCAB_SIZE}, truncated {truncated}", started)
 
 
 @command("listops", help="ListOps: the built-in generator (default) or the LRA / 2018 TSV files (--source)")

@@ -36,7 +36,7 @@ from data_prep.pathfinder.release_images import (
     list_images,
     read_image,
 )
-from data_prep.storage import SPLITS, PreparedWriter, SplitArrays
+from data_prep.storage import PreparedWriter, SplitArrays
 
 Writer = Callable[[PreparedWriter], None]
 
@@ -167,12 +167,7 @@ def run_pathfinder(args: argparse.Namespace) -> None:
     }
     with PreparedWriter(args.root, args.name, meta) as writer:
         write(writer)
-        counts = {split: len(arrays.labels) for split, arrays in writer.arrays.items()}
-    summary = ", ".join(f"{split} {counts[split]}" for split in SPLITS)
-    print(
-        f"pathfinder: wrote {Path(args.root) / args.name} ({summary}; {args.difficulty}, "
-        f"{meta['seq_len']} pixels each) in {time.time() - started:.1f}s"
-    )
+    writer.report(f"{args.difficulty}, {meta['seq_len']} pixels each", started)
 
 
 @command(
