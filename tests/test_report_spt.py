@@ -16,8 +16,9 @@ from lra.published_numbers import AMOS_SPT_ACCURACY
 from lra.report.cli import main
 from lra.report.curves import read_curve, read_curves
 from lra.report.figures import accuracy_vs_time, validation_curves
-from lra.report.runs import find_runs, latest_per_seed, load_run
+from lra.report.runs import SCHEMAS, find_runs, latest_per_seed, load_run
 from lra.report.spt import gain_cell
+from lra.summary_json import SCHEMA
 
 MAJORITY = {"train": 0.5, "val": 0.5, "test": 0.5}
 SCRATCH = {"listops": (0.30, 0.35, 0.40), "text": (0.60, 0.64)}  # seeds 0, 1(, 2)
@@ -80,6 +81,10 @@ def test_spt_runs_get_rows_of_their_own_beside_their_runs_from_scratch(tmp_path:
         "-2.00 ± 5.00 (3 vs 1)",
     ]
     assert "paired" in side and "√(std² + std²)" in side  # the note says how the gain's std is computed
+
+
+def test_the_report_reads_the_schema_the_harness_writes():
+    assert SCHEMA in SCHEMAS
 
 
 def test_gain_of_one_seed_each_has_no_spread_and_a_missing_side_a_dash(tmp_path: Path):
