@@ -31,7 +31,8 @@ Runs are offline by default: upload them first with `wandb sync outputs/*/*/wand
    task, `Group = <task>` (or the tag `<task>`); for a sweep, also the tags of the attentions compared.
 2. Group runs by the config field `attention.name` (not by seed: the seeds are what is averaged); add an
    option such as `attention.num_landmarks` to the grouping to split a budget sweep, as the
-   `attention (option=value)` rows above do.
+   `attention (option=value)` rows above do, and `pretrain.mode` to keep self-pretrained runs (`SPT`
+   rows) apart from runs trained from scratch.
 3. A *Bar chart* (or the runs table's group row) of `test/acc` with aggregation *Mean* and range *Std Dev*
    reproduces one column (W&B shows fractions; the table shows percent). One panel per task, or a
    *Parallel coordinates* / custom table with the group key `task` to see all five at once.
