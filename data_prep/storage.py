@@ -138,6 +138,7 @@ class PreparedWriter:
         self.final_dir = self.root / name
         self.tmp_dir: Path | None = None
         self.arrays: dict[str, SplitArrays] = {}
+        self.counts: dict[str, int] = {}  # examples per split, once the set is in place
 
     def __enter__(self) -> PreparedWriter:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -178,6 +179,14 @@ class PreparedWriter:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             raise
 
+    def report(self, details: str, started: float, unit: str = "") -> None:
+        """Print the line a preparation command ends with, once the set is in place:
+        ``TASK: wrote DIR (train N, val N, test N[ unit]; details) in S s``, ``started`` a ``time.time()``."""
+        summary = ", ".join(f"{split} {self.counts[split]}" for split in SPLITS if split in self.counts)
+        summary += f" {unit}" if unit else ""
+        elapsed = time.time() - started
+        print(f"{self.meta['task']}: wrote {self.final_dir} ({summary}; {details}) in {elapsed:.1f}s")
+
     def _finish(self) -> None:
         assert self.tmp_dir is not None
         empty = [split for split, arrays in self.arrays.items() if split != "val" and len(arrays.labels) == 0]
@@ -207,6 +216,7 @@ class PreparedWriter:
                     "dtype": dtype,
                 }
         self.arrays.clear()
+        self.counts = counts
         meta = {
             **self.meta,
             "name": self.name,

@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 from conftest import tiny_data_overrides
-from helpers.report_summaries import write_summary
+from helpers.report_summaries import masked_pretrain, write_summary
 from test_resume import lra
 from wandb_workspaces.workspaces._run_color_groups import parse_run_color_group_key
 
@@ -169,6 +169,26 @@ def test_gpu_runs_plot_their_gpu_memory(tmp_path):
         "task.value.name",
         "attention.value.name",
     ]  # no sweep: grouped by task and attention only
+
+
+def test_self_pretrained_runs_get_groups_of_their_own(tmp_path):
+    config = sweep_config("listops", "nystrom", 32, 0)
+    write_summary(tmp_path, "listops", "nystrom", 0, 0.5, config=config)
+    write_summary(tmp_path, "listops", "nystrom", 0, 0.6, config=config, pretrain=masked_pretrain())
+    for view in build_workspaces(find_runs([tmp_path]), "me", "lra"):
+        (runset,) = spec(view)["runSets"]
+        assert [key["name"] for key in runset["grouping"]][-2:] == [
+            "attention.value.name",
+            "pretrain.value.mode",
+        ]
+        paths = [parse_run_color_group_key(key)["path"] for key in spec(view)["customRunColors"]]
+        leaves = {
+            tuple(entry["value"] for entry in path[-2:])
+            for path in paths
+            if len(path) == len(runset["grouping"])
+        }
+        assert leaves == {("nystrom", "masked"), ("nystrom", "null")}  # from scratch: no pretrain.mode
+        assert "config:pretrain.value.mode" in view.runset_settings.pinned_columns
 
 
 def test_bad_targets_and_projects_without_runs_are_one_line_errors(sweep, monkeypatch):

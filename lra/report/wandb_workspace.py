@@ -2,13 +2,14 @@
 
 Unlike ``lra.report.wandb_log``, which uploads the report's own tables and figures into one W&B run,
 this lays out panels that W&B draws live from the metrics every training run logged: one view of all
-tasks (runs grouped by task, then attention and the swept options) and one view per task (grouped by
-attention and the swept options). Each holds validation accuracy against training time (Skyformer
-Figure 2; a line per group, the mean over seeds), test accuracy against step time with peak memory on
-the z axis (LRA Figure 3; W&B's scatter panel has no marker size), bar charts of test accuracy and
-peak memory, and the runs table with the swept options as columns. Groups take the report's colour of
-their attention (``lra.plotting.attention_color``). ``build_workspaces`` makes the views from the runs
-``lra.report.runs`` finds, offline; ``save_workspaces`` saves them, which needs a W&B login.
+tasks (runs grouped by task, attention, the swept options and, for self-pretrained runs,
+``pretrain.mode``) and one view per task (the same without task). Each holds validation accuracy
+against training time (Skyformer Figure 2; a line per group, the mean over seeds), test accuracy
+against step time with peak memory on the z axis (LRA Figure 3; W&B's scatter panel has no marker
+size), bar charts of test accuracy and peak memory, and the runs table with the swept options as
+columns, each group in the report's colour of its attention (``lra.plotting.attention_color``).
+``build_workspaces`` makes the views from the runs ``lra.report.runs`` finds, offline;
+``save_workspaces`` saves them, which needs a W&B login.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lra.report.runs import Run
 INSTALL = "pip install wandb-workspaces (or the project's extra: pip install -e '.[dashboards]')"
 VIEW_PREFIX = "LRA"
 TASK_KEY, ATTENTION_KEY, SEED_KEY = "task.name", "attention.name", "seed"
+SPT_KEY = "pretrain.mode"  # how a run was self-pretrained (lra.report.runs: the SPT rows)
 MEMORY_METRICS = ("perf/peak_gpu_mem_mb", "perf/peak_rss_mb")  # on a GPU, on a CPU
 SUMMARY_COLUMNS = ("test/acc", "val/acc_best", "perf/step_ms", "perf/train_time_s")
 MIN_RUNS_SHOWN = 10  # W&B's default number of runs (or groups) a panel draws
@@ -138,7 +140,8 @@ def build_view(runs: Sequence[Run], entity: str, project: str, task: str | None 
     workspaces, reports = api()
     shown = [run for run in runs if task in (None, run.task)]
     tasks = list(dict.fromkeys(run.task for run in shown))
-    swept = swept_config_keys(shown)
+    # self-pretrained runs never share a group with runs trained from scratch, as in the report's rows
+    swept = [*swept_config_keys(shown), *([SPT_KEY] if any(run.spt for run in shown) else [])]
     levels = [*([TASK_KEY] if task is None else []), ATTENTION_KEY, *swept]
     memory = memory_metric(shown)
     task_filter = workspaces.Config(TASK_KEY)
