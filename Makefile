@@ -28,7 +28,7 @@ torch: $(PY)
 	fi
 
 install: torch
-	$(PIP) install -q -e ".[dev,cluster,search]"
+	$(PIP) install -q -e ".[dev,cluster,search,dashboards]"
 
 # The README's main job: a short CPU demo (conf/experiment/demo.yaml: ListOps from the built-in
 # generator, short sequences).

@@ -25,20 +25,12 @@ Every run logs to W&B as `{task}-{attention}-s{seed}` (with the options its swee
 task (`group = task`) and tagged with its task, attention and `budget=N`, with the resolved config (so
 `attention.name` and every option are config fields).
 Runs are offline by default: upload them first with `wandb sync outputs/*/*/wandb/offline-run-*` and
-`wandb sync multirun/*/*/wandb/offline-run-*`. The same comparison as the accuracy table in a W&B workspace:
-
-1. Filter the runs to those with a `test/acc` (failed, NaN and interrupted jobs never log one) and, for one
-   task, `Group = <task>` (or the tag `<task>`); for a sweep, also the tags of the attentions compared.
-2. Group runs by the config field `attention.name` (not by seed: the seeds are what is averaged); add an
-   option such as `attention.num_landmarks` to the grouping to split a budget sweep, as the
-   `attention (option=value)` rows above do, and `pretrain.mode` to keep self-pretrained runs (`SPT`
-   rows) apart from runs trained from scratch.
-3. A *Bar chart* (or the runs table's group row) of `test/acc` with aggregation *Mean* and range *Std Dev*
-   reproduces one column (W&B shows fractions; the table shows percent). One panel per task, or a
-   *Parallel coordinates* / custom table with the group key `task` to see all five at once.
-4. For the cost table: the same grouping with `perf/train_time_s` and `perf/peak_gpu_mem_mb`
-   (`perf/peak_rss_mb` on CPU); for the accuracy-against-time figure, a *Scatter plot* of `test/acc` against
-   `perf/train_time_s` coloured by `attention.name`."""
+`wandb sync multirun/*/*/wandb/offline-run-*`. Then `python -m lra.report --wandb-workspace ENTITY/PROJECT`
+saves this comparison as W&B workspace views of the project, one of all tasks and one per task: validation
+accuracy against training time, test accuracy against step time and peak memory, bar charts of test
+accuracy and peak memory, runs grouped by attention, the swept options and `pretrain.mode` (self-pretrained
+runs apart from those trained from scratch, as the `SPT` rows) in the report's colours
+(`pip install wandb-workspaces`, and a W&B login)."""
 
 
 def provenance_lines(runs: Sequence[Run]) -> str:

@@ -14,7 +14,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import attention_zoo
@@ -51,6 +51,8 @@ class Run:
     spt: str | None = None
     scratch_variant: str = ""
     pretrain_time_s: float | None = None  # the pretraining's wall seconds, when recorded
+    config: dict = field(default_factory=dict)  # the resolved config
+    options: dict[str, str] = field(default_factory=dict)  # the options its sweep varied: {key: value}
 
     def value(self, metric: str) -> float | None:
         """``metric`` from summary.json's metrics, or one the report derives (``DERIVED``)."""
@@ -163,6 +165,8 @@ def load_run(path: Path) -> Run:
             spt=spt,
             scratch_variant=variant_label(attention, config, data),
             pretrain_time_s=(pretrain or {}).get("time_s"),
+            config=config,
+            options=summary.get("options") or {},
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
