@@ -13,24 +13,21 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig
 
 from data_prep.storage import CorruptDataError
-from lra.data import LRADataModule
 from lra.errors import ConfigError
+from lra.job_state import JobState
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
 from lra.summary_json import SUMMARY_FILE, format_table, make_summary, write_summary
-from lra.trainers import TrainerParts
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
@@ -53,30 +50,6 @@ def report_completed(directory: Path) -> dict[str, Any]:
     if rank_zero_only.rank == 0:
         print(f"\n{format_table([summary])}\nsummary: {directory / SUMMARY_FILE} (completed earlier)")
     return summary
-
-
-@dataclass
-class JobState:
-    """What a job's outcome is recorded from, filled in as the job goes."""
-
-    run_dir: Path
-    started: str
-    status: str = "completed"
-    error: str | None = None
-    loggers: list[Logger] = field(default_factory=list)
-    parts: TrainerParts | None = None  # fine-tuning's
-    datamodule: LRADataModule | None = None
-    resumed_from: Path | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
-    pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
-
-    def stopped_at(self) -> str:
-        """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``
-        before any trainer)."""
-        if self.parts is None and self.pretrain_parts is not None:
-            return f"pretraining step {self.pretrain_parts.trainer.global_step}"
-        return f"step {self.parts.trainer.global_step if self.parts else None}"
 
 
 @contextmanager

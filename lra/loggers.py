@@ -7,12 +7,6 @@
   ``pretrain=masked`` for a self-pretrained run, the resolved config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
   names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named.
-
-A resumed run (``ResumePoint``: the step of its checkpoint and its stage) logs to the same W&B run id
-and keeps the CSV rows of the steps before its checkpoint (rows logged after it, by a run killed before
-its next checkpoint, are dropped: the resumed run logs those steps again). Self-pretraining logs in
-the same run at its own steps: its rows carry ``pretrain/step`` (``PRETRAIN_STEP``), which is also
-the W&B x axis of its metrics (``PRETRAIN_METRICS``), so they never collide with fine-tuning's.
 """
 
 from __future__ import annotations
@@ -185,7 +179,12 @@ def build_loggers(
 ) -> list[Logger]:
     """The loggers of ``config``, each given the resolved config ``hparams`` as its run config.
 
-    ``resumed``: where the checkpoint a resumed run continues from stands (None: a fresh run).
+    ``resumed``: where the checkpoint a resumed run continues from stands (None: a fresh run). A
+    resumed run logs to the same W&B run id and keeps the CSV rows logged before its checkpoint
+    (``row_before``; rows logged after it, by a run killed before its next checkpoint, are dropped:
+    the resumed run logs those steps again). Self-pretraining logs in the same run at its own steps:
+    its rows carry ``pretrain/step`` (``PRETRAIN_STEP``), also the W&B x axis of its metrics
+    (``PRETRAIN_METRICS``), so that they never collide with fine-tuning's.
     """
     chosen = dict(config.items())
     chosen.setdefault("csv", OmegaConf.create(CSV_DEFAULTS))

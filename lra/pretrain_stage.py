@@ -28,7 +28,7 @@ from torch import nn
 
 from lra.callbacks import EfficiencyMonitor
 from lra.errors import ConfigError
-from lra.job_end import JobState
+from lra.job_state import JobState
 from lra.pretraining import MASK_TOKENS, MaskedPretrainModule, PretrainInputs
 from lra.resume import CHECKPOINT_DIR, PRETRAIN_LAST_CHECKPOINT, RunPlan, is_pretraining_checkpoint
 from lra.summary_json import planned_pretrain, pretrain_record

@@ -23,7 +23,8 @@ from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
-from lra.job_end import JobState, failures_noted, record_outcome, report_completed
+from lra.job_end import failures_noted, record_outcome, report_completed
+from lra.job_state import JobState, TrainerParts
 from lra.loggers import ResumePoint, RunIdentity, build_loggers, finish_loggers
 from lra.memory import keep_freed_heap
 from lra.model import LRAClassifier
@@ -40,7 +41,7 @@ from lra.resume import (
     record_plan,
 )
 from lra.summary_json import now_iso
-from lra.trainers import TrainerParts, best_checkpoint, stage_trainer
+from lra.trainers import best_checkpoint, stage_trainer
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ step): what ``resume`` continues from. The extra callbacks of ``cfg.callbacks`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,10 @@ from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig, OmegaConf
 
 from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
+from lra.job_state import TrainerParts
 from lra.preemption import lightning_plugins
 from lra.resume import CHECKPOINT_DIR
 from lra.training_state import TrainingOrderState
-
-
-@dataclass
-class TrainerParts:
-    """A stage's trainer, its ``perf/*`` monitor and the callback that keeps its best checkpoint."""
-
-    trainer: L.Trainer
-    efficiency: EfficiencyMonitor
-    checkpoint: ModelCheckpoint
 
 
 def clipping(protocol: DictConfig) -> dict[str, Any]:
