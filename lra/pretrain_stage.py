@@ -94,12 +94,13 @@ def encoder_identity(cfg: DictConfig) -> dict[str, Any]:
 
 
 def weights_file(source: Path) -> Path:
-    """The weights file of ``pretrain.from``: a run folder's ``checkpoints/pretrained.pt``, or the file."""
+    """The weights file of ``pretrain.from``, absolute: a run folder's ``checkpoints/pretrained.pt``, or
+    the file itself."""
     path = source / CHECKPOINT_DIR / WEIGHTS_FILE if source.is_dir() else source
     if not path.is_file():
         where = f"no {CHECKPOINT_DIR}/{WEIGHTS_FILE} in that folder" if source.is_dir() else "does not exist"
         raise ConfigError(f"pretrain.from={source}: {where}; {WEIGHTS_HINT}")
-    return path
+    return path.resolve()
 
 
 def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
