@@ -12,8 +12,8 @@ import attention_zoo
 from lra.bench import efficiency_paper, efficiency_tables, fidelity, fidelity_tables
 from lra.bench.__main__ import main
 from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, bench_names, build_core
-from lra.bench.efficiency import Measurement, measure, sweep
-from lra.bench.efficiency_workloads import BenchConfig
+from lra.bench.efficiency import sweep
+from lra.bench.efficiency_measure import BenchConfig, Measurement, measure
 from lra.bench.fidelity_checkpoint import checkpoint_core_inputs
 from lra.bench.fidelity_measure import relative_spectral_error
 from lra.bench.isolation import Runner

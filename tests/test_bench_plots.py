@@ -10,7 +10,7 @@ from matplotlib.colors import to_hex
 
 import attention_zoo
 from lra.bench.baselines import bench_names
-from lra.bench.efficiency import Measurement
+from lra.bench.efficiency_measure import Measurement
 from lra.bench.efficiency_tables import efficiency_figure, stop_note
 from lra.bench.fidelity_measure import FidelityRow
 from lra.bench.fidelity_tables import fidelity_figure

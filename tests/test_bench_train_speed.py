@@ -11,8 +11,8 @@ import torch
 
 from lra.bench.__main__ import main
 from lra.bench.isolation import Runner
-from lra.bench.train_speed import TrainSpeedConfig, TrainSpeedRow, failed, measure
-from lra.bench.train_speed_table import CSV_COLUMNS, ratio_to_reference
+from lra.bench.train_speed import TrainSpeedConfig, failed, measure
+from lra.bench.train_speed_table import CSV_COLUMNS, TrainSpeedRow, ratio_to_reference
 from lra.bench.train_step import HarnessStep, job_config, random_batch
 
 TINY = ("task.seq_len=32", "task.batch_size=4", "features=8")

@@ -1,16 +1,11 @@
 """The authors' attention implementations beside ours, for ``python -m lra.bench compare --against authors``.
 
-Loaded from a user's checkout of github.com/pkuzengqi/Skyformer (its ``src/`` goes on ``sys.path``,
-its ``models.attention_*`` modules are imported as they are; none of their code is in this
-repository) and from ``transformers`` (``LongformerSelfAttention``, an optional import). Each is
-built with the settings of the Skyformer code's LRA configs (128 features; BigBird blocks of 64
-with 3 random blocks) and paired with our core under the same settings. Their classes take
-q, k, v: (B, H, N, D) and a float mask (B, N), 1 at real tokens. Longformer has no entry point for
-given q, k, v, so it is compared as a layer: x (B, N, H·D) -> (B, N, H·D), their three projections
-and ours (``MultiHeadSelfAttention``), each followed by one output projection.
-
-A core that cannot be compared (not registered here, options that do not fit, the authors' module
-failing to import, transformers missing) is one line of ``skipped``, not an error.
+Loaded from a user's checkout of github.com/pkuzengqi/Skyformer (its ``src/`` goes on ``sys.path``; none
+of their code is in this repository) and from ``transformers`` (``LongformerSelfAttention``, optional).
+Each is built with the Skyformer code's LRA settings (128 features; BigBird blocks of 64, 3 random) and
+paired with our core under the same settings. Their classes take q, k, v: (B, H, N, D) and a float mask
+(B, N), 1 at real tokens. Longformer is compared as a layer: x (B, N, H·D) -> (B, N, H·D). A core that
+cannot be compared (not registered, options that do not fit, a failing import) is a ``skipped`` line.
 """
 
 from __future__ import annotations
@@ -29,8 +24,7 @@ import torch
 from torch import nn
 
 import attention_zoo
-from lra.bench.compare import Pair
-from lra.bench.previous_cores import random_inputs
+from lra.bench.interleaved import Pair
 
 Shape = tuple[int, int, int, int]  # (B, H, N, D)
 
@@ -88,6 +82,17 @@ AUTHORS = {
     ),
 }
 LONGFORMER_WINDOW = 257  # 128 tokens on each side: Nyströmformer Table 1's Longformer-257
+
+
+def random_inputs(shape: Shape, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """q, k, v of ``shape`` (B, H, N, D) and an all-True (B, N) mask. q, k, v are views of one
+    (B, N, 3, H, D) tensor that requires gradients, laid out as ``MultiHeadSelfAttention``'s fused
+    projection hands them to a core."""
+    batch, heads, length, head_dim = shape
+    generator = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(batch, length, 3, heads, head_dim, generator=generator).requires_grad_(True)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    return q, k, v, torch.ones(batch, length, dtype=torch.bool)
 
 
 def with_float_mask(module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor):

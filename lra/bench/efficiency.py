@@ -1,97 +1,35 @@
 """``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length.
 
-Two workloads (``--scopes``, ``lra.bench.efficiency_workloads``): one attention layer, and the whole
-encoder with a cross-entropy loss. Each configuration is warmed up, then timed ``--repeats`` times
-(fewer once the timed steps add up to ``--time-budget-s``, at least once); the median is kept. Peak
-memory is measured above a baseline taken after the model and inputs exist and after one short
-priming step (``lra.bench.timing``: synchronised timing and ``max_memory_allocated`` on CUDA, peak RSS
-on CPU). By default every CPU configuration runs in a fresh subprocess (``lra.bench.isolation``), so
-no allocator cache from an earlier configuration shifts its memory, an address-space limit
-(``--mem-limit-mb``) turns a too-large configuration into a recorded ``oom``, and a hung one is ended
-by ``--timeout-s``. Every configuration gives one ``Measurement`` with status ``ok``, ``oom``,
-``timeout``, ``error`` or ``skipped`` (``sweep``); tables and plot: ``lra.bench.efficiency_tables``.
+Each configuration (``lra.bench.efficiency_measure``: a workload, an attention, a length) is warmed up,
+then timed ``--repeats`` times (fewer once the timed steps add up to ``--time-budget-s``); the median is
+kept, and peak memory above a baseline taken after a priming step. By default every CPU configuration
+runs in a fresh subprocess (``lra.bench.isolation``). Every configuration gives one ``Measurement``
+with status ``ok``, ``oom``, ``timeout``, ``error``, ``skipped`` (``sweep``) or ``not registered``.
+Page and plot: ``lra.bench.efficiency_tables``; ``--paper``: ``lra.bench.efficiency_paper``.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import replace
 from pathlib import Path
 
-import torch
-
-from lra.bench import efficiency_paper
+from lra.bench import efficiency_paper, efficiency_tables
 from lra.bench.baselines import bench_names
-from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow, PaperTable
-from lra.bench.efficiency_tables import CSV_COLUMNS, csv_suffix, method_note, page, write_plot
-from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig, primed_step
-from lra.bench.isolation import Runner, add_run_arguments, isolated_runner
+from lra.bench.efficiency_measure import WORKLOADS, BenchConfig, Measurement, format_progress, measure
+from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow
+from lra.bench.efficiency_tables import CSV_COLUMNS, EfficiencySettings, csv_suffix
+from lra.bench.isolation import Isolation, Runner, add_run_arguments
 from lra.bench.output import Outputs
-from lra.bench.timing import Failure, default_device, measure_step
+from lra.bench.timing import Failure
 
 MEASUREMENT_FAILURES = ("oom", "timeout", "error")  # statuses after which longer lengths are skipped
 HELP = "time and peak memory of forward+backward against sequence length"
 DEFAULTS = {
-    "lengths": (512, 1024, 2048, 4096, 8192, 16384), "scopes": ["layer", "encoder"], "batch": 1, "dim": 64,
+    "lengths": (512, 1024, 2048, 4096, 8192, 16384), "scopes": ("layer", "encoder"), "batch": 1, "dim": 64,
     "heads": 2,
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One row of results; ``detail`` (not in the CSV) says why a row is not ``ok``."""
-
-    attention: str
-    seq_len: int
-    batch: int
-    time_ms: float | None
-    peak_mem_mb: float | None
-    status: str
-    scope: str = "layer"
-    detail: str = ""
-    timed_steps: int = 0
-    label: str = ""  # the row's name where one attention is measured with several options
-
-    @property
-    def name(self) -> str:
-        return self.label or self.attention
-
-    @classmethod
-    def failed(cls, config: BenchConfig, failure: Failure) -> Measurement:
-        return cls(
-            config.attention, config.seq_len, config.batch, None, None, failure.status, config.scope,
-            failure.detail, label=config.label,
-        )  # fmt: skip
-
-
-def measure(config: BenchConfig) -> Measurement:
-    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps."""
-    device = torch.device(config.device)
-    timed = measure_step(
-        partial(primed_step, config, device),
-        device,
-        warmup=config.warmup,
-        repeats=config.repeats,
-        budget_s=config.time_budget_s,
-        threads=config.threads,
-    )
-    if isinstance(timed, Failure):
-        return Measurement.failed(config, timed)
-    return Measurement(
-        config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, "ok", config.scope,
-        timed_steps=len(timed.times_ms), label=config.label,
-    )  # fmt: skip
-
-
-def format_progress(row: Measurement) -> str:
-    figures = (
-        f"{row.time_ms:10.1f} ms {row.peak_mem_mb:10.1f} MB ({row.timed_steps} timed)"
-        if row.status == "ok"
-        else f"{row.status.upper()} {row.detail}"
-    )
-    return f"[{row.scope:7}] {row.name:10} n={row.seq_len:6} batch={row.batch}: {figures}"
 
 
 def sweep(
@@ -101,127 +39,124 @@ def sweep(
 ) -> list[Measurement]:
     """Measure every config in order (lengths ascending), printing each row.
 
-    Once an (attention or label, scope) fails at some length (``MEASUREMENT_FAILURES``), or one of
-    its steps takes longer than ``max_step_s``, its longer configurations are recorded as ``skipped``
-    with the reason.
+    Once an (attention or label, scope) fails at some length (``MEASUREMENT_FAILURES``), or one of its
+    steps takes longer than ``max_step_s``, its longer configurations are ``skipped`` with the reason.
     """
-    stopped: dict[tuple[str, str], str] = {}
+    stopped: dict[tuple[str, str], Failure] = {}
 
     def run_unless_stopped(config: BenchConfig) -> Measurement:
-        reason = stopped.get((config.scope, config.name))
-        if reason is not None:
-            return Measurement.failed(config, Failure("skipped", reason))
+        if (config.scope, config.name) in stopped:
+            return Measurement.failed(config, stopped[(config.scope, config.name)])
         row = run_one(config)
         if row.status in MEASUREMENT_FAILURES:
-            stopped[(config.scope, config.name)] = f"{row.status} at seq_len {row.seq_len}"
+            stopped[(config.scope, config.name)] = Failure(
+                "skipped", f"{row.status} at seq_len {row.seq_len}"
+            )
         elif max_step_s is not None and row.time_ms > 1000 * max_step_s:
-            stopped[(config.scope, config.name)] = (
-                f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len} "
-                f"(over --max-step-s {max_step_s:g})"
+            took = f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len}"
+            stopped[(config.scope, config.name)] = Failure(
+                "skipped", f"{took} (over --max-step-s {max_step_s:g})"
             )
         return row
 
     return Runner(run_unless_stopped, format_progress).run_all(configs)
 
 
-def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
+def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``python -m lra.bench efficiency``."""
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--paper",
         choices=sorted(PAPER_TABLES),
         default=None,
         help="measure a published table's own setting and rows (lra.bench.efficiency_paper)",
     )
-    parser.add_argument(
-        "--attentions", nargs="+", default=None, help="default: every core and the naive baseline"
-    )
-    parser.add_argument(
-        "--lengths", nargs="+", type=int, default=None, help=f"default: {DEFAULTS['lengths']}"
-    )
-    parser.add_argument(
-        "--scopes", nargs="+", choices=sorted(WORKLOADS), default=None, help="default: layer encoder"
-    )
+    add("--attentions", nargs="+", default=None, help="default: every core and the naive baseline")
+    add("--lengths", nargs="+", type=int, default=None, help=f"default: {DEFAULTS['lengths']}")
+    add("--scopes", nargs="+", choices=sorted(WORKLOADS), default=None, help="default: layer encoder")
     for option in ("batch", "dim", "heads"):
-        parser.add_argument(f"--{option}", type=int, default=None, help=f"default: {DEFAULTS[option]}")
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument(
+        add(f"--{option}", type=int, default=None, help=f"default: {DEFAULTS[option]}")
+    add("--warmup", type=int, default=1)
+    add("--repeats", type=int, default=5)
+    add(
         "--time-budget-s",
         type=float,
         default=30.0,
         help="stop repeating once the timed steps of a configuration add up to this (at least one is timed)",
     )
-    parser.add_argument(
+    add(
         "--max-step-s",
         type=float,
         default=None,
         help="skip the longer lengths of an attention once one of its steps took longer than this",
     )
     add_run_arguments(parser, timeout_s=300)
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    return run
+    add("--out", type=Path, default=Path("results"))
 
 
-def settle(args: argparse.Namespace) -> PaperTable | None:
-    """Fill the unset settings of ``args`` from ``--paper``'s table, else ``DEFAULTS``; the table."""
+def settings_from(args: argparse.Namespace) -> EfficiencySettings:
+    """The run's settings: those not given from ``--paper``'s table, else ``DEFAULTS``."""
     paper = PAPER_TABLES[args.paper] if args.paper else None
     if paper is not None and (args.attentions or args.scopes):
         raise ValueError(
             f"--paper {args.paper} measures its own rows and workload: drop --attentions/--scopes"
         )
-    for key, value in {**DEFAULTS, **(paper.settings if paper else {})}.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    args.lengths = sorted(args.lengths)
-    if args.dim % args.heads:
-        raise ValueError(f"--dim ({args.dim}) must be divisible by --heads ({args.heads})")
-    return paper
+    unknown = [name for name in args.attentions or [] if name not in bench_names()]
+    if unknown:
+        raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(bench_names())}")
+    given = {key: getattr(args, key) for key in DEFAULTS if getattr(args, key) is not None}
+    chosen = {**DEFAULTS, **(paper.settings if paper else {}), **given}
+    if chosen["dim"] % chosen["heads"]:
+        raise ValueError(f"--dim ({chosen['dim']}) must be divisible by --heads ({chosen['heads']})")
+    rows = paper.rows if paper else tuple(PaperRow("", name, {}) for name in args.attentions or bench_names())
+    return EfficiencySettings(
+        rows, tuple(sorted(chosen["lengths"])), tuple(chosen["scopes"]), chosen["batch"], chosen["dim"],
+        chosen["heads"], args.warmup, args.repeats, args.time_budget_s, args.max_step_s,
+        Isolation.from_args(args), args.out, paper,
+    )  # fmt: skip
 
 
-def not_registered(run_one: Callable[[BenchConfig], Measurement]) -> Callable[[BenchConfig], Measurement]:
-    """``run_one``, except for an attention that is not registered: a ``not registered`` row."""
-    valid = bench_names()
+def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
+    """Every row of ``settings`` at each of its lengths, in ``scope``."""
+    base = BenchConfig(
+        "", 0, settings.batch, scope, settings.dim, settings.heads, settings.warmup, settings.repeats,
+        str(settings.run.device), settings.run.threads, settings.time_budget_s,
+    )  # fmt: skip
+    return [
+        replace(base, attention=row.attention, options=dict(row.options), label=row.label, seq_len=n)
+        for row in settings.rows
+        for n in settings.lengths
+    ]
 
-    def run_if_registered(config: BenchConfig) -> Measurement:
-        if config.attention in valid:
-            return run_one(config)
+
+def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
+    paper, device = settings.paper, settings.run.device
+    outputs = Outputs.start(
+        settings.out, paper.stem if paper else "efficiency", device, ["efficiency", *argv]
+    )
+    runner = settings.run.runner(measure, format_progress, Measurement.failed)
+
+    def run_one(config: BenchConfig) -> Measurement:  # a row of a published table may not be registered
+        if config.attention in bench_names():
+            return runner(config)
         return Measurement.failed(
             config, Failure("not registered", f"no attention {config.attention!r} here")
         )
 
-    return run_if_registered
-
-
-def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    device = default_device(args.device)
-    paper = settle(args)
-    valid = bench_names()
-    unknown = [name for name in args.attentions or [] if name not in valid]
-    if unknown:
-        raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(valid)}")
-    outputs = Outputs.start(args.out, paper.stem if paper else "efficiency", device, ["efficiency", *argv])
-    run_one = not_registered(isolated_runner(args, device, measure, format_progress, Measurement.failed))
-    settings = {key: getattr(args, key) for key in ("batch", "dim", "heads", "warmup", "repeats", "threads")}
-    base = BenchConfig("", 0, **settings, device=str(device), time_budget_s=args.time_budget_s)
-    rows = paper.rows if paper else [PaperRow("", name, {}) for name in args.attentions or valid]
     rows_by_scope: dict[str, list[Measurement]] = {}
-    for scope in args.scopes:
-        configs = [
-            replace(
-                base, attention=row.attention, options=row.options, label=row.label, seq_len=n, scope=scope
-            )
-            for row in rows
-            for n in args.lengths
-        ]
-        rows_by_scope[scope] = sweep(configs, run_one, args.max_step_s)
-        if not paper:
+    for scope in settings.scopes:
+        rows_by_scope[scope] = sweep(configs(settings, scope), run_one, settings.max_step_s)
+        if not paper:  # each scope's CSV as soon as it is measured
             outputs.write_csv(CSV_COLUMNS, rows_by_scope[scope], csv_suffix(scope))
     if paper:
         [measured] = rows_by_scope.values()
         outputs.write_csv({"label": "", **CSV_COLUMNS}, measured)
-        outputs.write_page(*efficiency_paper.page(paper, measured, device.type, [method_note(args, device)]))
+        outputs.write_page(
+            *efficiency_paper.page(paper, measured, device.type, [efficiency_tables.method_note(settings)])
+        )
         outputs.announce("csv,md")
         return
-    outputs.write_page(*page(rows_by_scope, args, device))
-    write_plot(outputs, rows_by_scope, args, device)
+    outputs.write_page(*efficiency_tables.page(rows_by_scope, settings))
+    where = efficiency_tables.plot_where(settings)
+    outputs.write_figure(efficiency_tables.efficiency_figure(rows_by_scope, where))
     outputs.announce("csv,md,png")

@@ -1,27 +1,22 @@
 """``python -m lra.bench efficiency --paper NAME``: a published efficiency table's own setting, measured
 here and written in the paper's layout beside the paper's figures.
 
-``nystromformer-table1`` (Nyströmformer, Table 1): one self-attention layer, inference (the forward
-alone, ``torch.inference_mode``), per instance (batch 1), n = 512 … 8192; rows Transformer (``naive``,
-softmax with QKᵀ materialised), Linformer-256, Longformer-257, Nyströmformer-64 and Nyströmformer-32.
-Each cell is peak memory (MB) / time (ms) with its ×-factors to the Transformer row of the same table
-(the Transformer's figure ÷ this one: ×k = k times less). A row whose attention is not registered
-says ``not registered`` instead of a figure. Files: ``<stem>_<device>.{csv,md}`` (the CSV has the
-efficiency columns and the row's label).
+``nystromformer-table1`` (Nyströmformer, Table 1): one self-attention layer, inference, batch 1,
+n = 512 … 8192; rows Transformer (``naive``), Linformer-256, Longformer-257, Nyströmformer-64 and -32.
+Each cell is peak memory (MB) / time (ms) with its ×-factors to the table's first row (its figure ÷
+this one: ×k = k times less); a row whose attention is not registered says ``not registered``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lra.bench.baselines import NAIVE
+from lra.bench.efficiency_measure import Measurement
+from lra.bench.output import failures
 from lra.provenance import markdown_table
 from lra.published_numbers import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
-
-if TYPE_CHECKING:
-    from lra.bench.efficiency import Measurement
 
 Figures = tuple[float, float] | str  # (memory MB, time ms), or the status of a row without figures
 
@@ -66,7 +61,7 @@ PAPER_TABLES = {
         ),
         settings={
             "lengths": LAYER_COST_LENGTHS,
-            "scopes": ["inference"],
+            "scopes": ("inference",),
             "batch": 1,
             "dim": 768,
             "heads": 12,
@@ -138,8 +133,5 @@ def page(
         f"## Measured here ({device_type})\n\n" + layout_table(measured_figures(rows), labels, lengths),
         "## Published\n\n" + published_section(labels),
     ]
-    failures = [row for row in rows if row.status != "ok"]
-    if failures:
-        lines = [f"- {r.name} n={r.seq_len}: {r.status} ({' '.join(r.detail.split())})" for r in failures]
-        sections.append("Configurations without a figure:\n\n" + "\n".join(lines))
+    sections += failures(rows, lambda r: f"{r.name} n={r.seq_len}")
     return f"{table.title} on {device_type}", [table.setting, *notes], sections

@@ -1,27 +1,26 @@
-"""What the efficiency benchmark writes: ``efficiency_<device>[_<scope>].csv``, the page
-``efficiency_<device>.md`` (time, memory, ratios to the baselines, memory growth, the published
-one-layer figures) and the plot ``efficiency_<device>.png`` (time and memory against length, log–log)."""
+"""A run of the efficiency benchmark (``EfficiencySettings``) and what it writes from its rows:
+``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios to the
+baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``
+(time and memory against length, log–log)."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-
 from lra.bench.baselines import NAIVE
-from lra.bench.efficiency_paper import published_section
-from lra.bench.efficiency_workloads import PRIME_SEQ_LEN
-from lra.bench.isolation import isolation_note
-from lra.bench.output import Outputs
-from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
+from lra.bench.efficiency_measure import PRIME_SEQ_LEN, Measurement
+from lra.bench.efficiency_paper import PaperRow, PaperTable, published_section
+from lra.bench.isolation import Isolation
+from lra.bench.output import failures, log_log, panel_grid
+from lra.bench.timing import PROBES
+from lra.plotting import attention_color, legend_below
 from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from lra.bench.efficiency import Measurement
 
 CSV_COLUMNS = {
     "attention": "",
@@ -36,19 +35,32 @@ BASELINE_POINT = (
     "after the model and inputs were built and one step of the same workload at "
     f"{PRIME_SEQ_LEN} tokens ran (one-time costs such as kernel code paged in on first use are not counted)"
 )
-MEMORY_METHODS = {
-    "cpu": f"peak RSS (VmHWM, reset via /proc/self/clear_refs) above the RSS {BASELINE_POINT}.",
-    "cuda": f"torch.cuda.max_memory_allocated above memory_allocated {BASELINE_POINT}.",
-}
+PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
+
+
+@dataclass(frozen=True)
+class EfficiencySettings:
+    """A run: ``rows`` (what is measured) at ``lengths`` in each of ``scopes``, the model's shape, the
+    timing, where (``run``) and the output folder; ``paper``: the published table it measures, if any."""
+
+    rows: tuple[PaperRow, ...]
+    lengths: tuple[int, ...]
+    scopes: tuple[str, ...]
+    batch: int
+    dim: int
+    heads: int
+    warmup: int
+    repeats: int
+    time_budget_s: float
+    max_step_s: float | None
+    run: Isolation
+    out: Path
+    paper: PaperTable | None = None
 
 
 def csv_suffix(scope: str) -> str:
     """``efficiency_<device>.csv`` for the layer, ``efficiency_<device>_<scope>.csv`` otherwise."""
     return ".csv" if scope == "layer" else f"_{scope}.csv"
-
-
-def _lookup(rows: Sequence[Measurement]) -> dict[tuple[str, int], Measurement]:
-    return {(row.attention, row.seq_len): row for row in rows}
 
 
 def _ratio(baseline: Measurement | None, row: Measurement, field: str) -> str:
@@ -63,77 +75,61 @@ def scope_tables(
     rows: Sequence[Measurement], lengths: Sequence[int], attentions: Sequence[str], repeats: int
 ) -> str:
     """Markdown: time, memory, ratios to both baselines and memory growth for one scope."""
-    table = _lookup(rows)
+    table = {(row.attention, row.seq_len): row for row in rows}
 
-    def cell(name: str, n: int, field: str, fmt: str) -> str:
+    def cell(name: str, n: int, field: str) -> str:
         row = table.get((name, n))
-        if row is None:
-            return ""
-        if row.status != "ok":
-            return row.status
+        if row is None or row.status != "ok":
+            return "" if row is None else row.status
         fewer = f" ({row.timed_steps}×)" if field == "time_ms" and row.timed_steps < repeats else ""
-        return format(getattr(row, field), fmt) + fewer
+        return f"{getattr(row, field):.1f}{fewer}"
+
+    def ratios(name: str, n: int, baseline: str) -> str:
+        row, base = table.get((name, n)), table.get((baseline, n))
+        return "" if row is None else f"{_ratio(base, row, 'time_ms')} / {_ratio(base, row, 'peak_mem_mb')}"
+
+    def growth(name: str, short: int, long: int) -> str:
+        a, b = table.get((name, short)), table.get((name, long))
+        ok = a is not None and b is not None and a.status == b.status == "ok" and a.peak_mem_mb > 0
+        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if ok else "—"
 
     header = ["attention", *(f"n={n}" for n in lengths)]
-    parts = [
-        "Time per forward+backward (ms, median):",
-        markdown_table(header, [[a, *(cell(a, n, "time_ms", ".1f") for n in lengths)] for a in attentions]),
-        "Peak memory above baseline (MB):",
-        markdown_table(
-            header, [[a, *(cell(a, n, "peak_mem_mb", ".1f") for n in lengths)] for a in attentions]
-        ),
-    ]
+    parts = []
+    for title, field in (("Time per forward+backward (ms, median):", "time_ms"),
+                         ("Peak memory above baseline (MB):", "peak_mem_mb")):  # fmt: skip
+        parts += [
+            title,
+            markdown_table(header, [[a, *(cell(a, n, field) for n in lengths)] for a in attentions]),
+        ]
     for baseline in BASELINES:
-        ratio_rows = []
-        for name in attentions:
-            ratios = []
-            for n in lengths:
-                row, base = table.get((name, n)), table.get((baseline, n))
-                ratios.append(
-                    ""
-                    if row is None
-                    else f"{_ratio(base, row, 'time_ms')} / {_ratio(base, row, 'peak_mem_mb')}"
-                )
-            ratio_rows.append([name, *ratios])
         parts += [
             f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):",
-            markdown_table(header, ratio_rows),
+            markdown_table(header, [[a, *(ratios(a, n, baseline) for n in lengths)] for a in attentions]),
         ]
     pairs = [(n // 8, n) for n in lengths if n // 8 in lengths and n % 8 == 0]
     if pairs:
-        growth_rows = []
-        for name in attentions:
-            growth = []
-            for short, long in pairs:
-                a, b = table.get((name, short)), table.get((name, long))
-                ok = a is not None and b is not None and a.status == b.status == "ok" and a.peak_mem_mb > 0
-                growth.append(f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if ok else "—")
-            growth_rows.append([name, *growth])
         parts += [
             "Memory growth for ×8 length (linear: ×8, quadratic: ×64):",
-            markdown_table(["attention", *(f"{s}→{n}" for s, n in pairs)], growth_rows),
+            markdown_table(
+                ["attention", *(f"{s}→{n}" for s, n in pairs)],
+                [[a, *(growth(a, s, n) for s, n in pairs)] for a in attentions],
+            ),
         ]
-    failures = [row for row in rows if row.status != "ok"]
-    if failures:
-        parts += ["Configurations without a figure:"]
-        parts += [
-            f"- `{r.attention}` n={r.seq_len}: {r.status} ({' '.join(r.detail.split())})" for r in failures
-        ]
-    return "\n\n".join(parts)
+    return "\n\n".join(parts + failures(rows, lambda r: f"`{r.attention}` n={r.seq_len}"))
 
 
-def method_note(settings: argparse.Namespace, device: torch.device) -> str:
+def method_note(settings: EfficiencySettings) -> str:
     """How each configuration was timed and its memory measured, and where it ran."""
+    probe = PROBES[settings.run.device.type]
     return (
         f"{settings.warmup} warm-up step(s) then the median of {settings.repeats} timed steps (fewer, at "
-        f"least one, once they add up to {settings.time_budget_s:g} s). Memory: "
-        f"{MEMORY_METHODS[device.type]} {isolation_note(settings)}; torch threads per measurement: "
-        f"{settings.threads or 'torch default'}."
+        f"least one, once they add up to {settings.time_budget_s:g} s). Memory: {probe.method} above "
+        f"{probe.baseline} {BASELINE_POINT}. {settings.run.note()}."
     )
 
 
 def page(
-    rows_by_scope: dict[str, list[Measurement]], settings: argparse.Namespace, device: torch.device
+    rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings
 ) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs and sections (one per scope, then the published figures)."""
     inference = " `inference`: the layer's forward alone, under torch.inference_mode." * (
@@ -146,7 +142,7 @@ def page(
         "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
         "paper defaults (options in README.md, section The attention zoo). `(k×)` in the time table: "
         "k timed steps.",
-        method_note(settings, device),
+        method_note(settings),
     ]
     sections = []
     for scope, rows in rows_by_scope.items():
@@ -155,14 +151,15 @@ def page(
             f"## {scope}\n\n" + scope_tables(rows, settings.lengths, attentions, settings.repeats)
         )
     sections.append("## Published, for comparison\n\n" + published_section())
-    return f"Efficiency on {device.type}", paragraphs, sections
+    return f"Efficiency on {settings.run.device.type}", paragraphs, sections
 
 
-def plot_where(settings: argparse.Namespace, device: torch.device) -> str:
+def plot_where(settings: EfficiencySettings) -> str:
     """Where and how the plotted figures were measured, for the plot's title."""
-    count = settings.threads
+    count = settings.run.threads
     threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
-    return f"{device.type}, batch {settings.batch}, dim {settings.dim}, {settings.heads} heads, {threads}"
+    where = f"{settings.run.device.type}, batch {settings.batch}, dim {settings.dim}"
+    return f"{where}, {settings.heads} heads, {threads}"
 
 
 def stop_note(rows: Sequence[Measurement]) -> str:
@@ -179,23 +176,15 @@ def stop_note(rows: Sequence[Measurement]) -> str:
     return f" ({'; '.join(f'{scope}: {stop}' for scope, stop in stops.items())})" if stops else ""
 
 
-PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
-
-
 def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -> Figure:
     """Log–log: one row of panels per scope, time and memory against length, one colour per attention
     (dashed: the baselines); an attention that stopped (oom, timeout, error) says where in the legend."""
-    plt = agg_pyplot()
     all_rows = [row for rows in rows_by_scope.values() for row in rows]
     names = list(dict.fromkeys(row.attention for row in all_rows))
     labels = {name: name + stop_note([r for r in all_rows if r.attention == name]) for name in names}
-    fig, axes = plt.subplots(
-        len(rows_by_scope), 2, figsize=(11, 3.6 * len(rows_by_scope) + 1.2), squeeze=False,
-        layout="constrained",
-    )  # fmt: skip
-    fig.suptitle(f"Forward+backward time and peak memory against sequence length ({where})", fontsize=11)
+    title = f"Forward+backward time and peak memory against sequence length ({where})"
+    fig, axes = panel_grid(len(rows_by_scope), title)
     for (scope, rows), panel_row in zip(rows_by_scope.items(), axes, strict=True):
-        lengths = sorted({row.seq_len for row in rows})
         for ax, (field, quantity) in zip(panel_row, PLOTTED.items(), strict=True):
             for name in dict.fromkeys(row.attention for row in rows):
                 points = sorted(
@@ -209,19 +198,6 @@ def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -
                         linestyle="--" if name in BASELINES else "-", marker="o", markersize=4,
                     )  # fmt: skip
             ax.set(xlabel="sequence length", ylabel=quantity, title=f"{scope}: {quantity}")
-            if ax.has_data():
-                log_axis_at(ax, "x", lengths)
-                log_axis(ax, "y")
-            ax.grid(True, which="both", alpha=0.3)
+            log_log(ax, sorted({row.seq_len for row in rows}))
     legend_below(fig, list(axes.flat), max_columns=6)
     return fig
-
-
-def write_plot(
-    outputs: Outputs,
-    rows_by_scope: dict[str, list[Measurement]],
-    settings: argparse.Namespace,
-    device: torch.device,
-) -> None:
-    """``<stem>.png`` and ``.svg``: ``efficiency_figure`` of the measured rows."""
-    outputs.write_figure(efficiency_figure(rows_by_scope, plot_where(settings, device)))

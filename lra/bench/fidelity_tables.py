@@ -1,19 +1,19 @@
-"""What the fidelity benchmark writes: ``fidelity_<device>.csv``, the page ``fidelity_<device>.md``
-(mean ± std of the error per core and budget against length, per input source) and the plot
-``fidelity_<device>.png`` (error against budget at the longest length, and against length at the
-middle budget)."""
+"""A run of the fidelity benchmark (``FidelitySettings``) and what it writes from its rows:
+``fidelity_<device>.csv``, the page ``fidelity_<device>.md`` (mean ± std of the error per core and
+budget against length, per input source) and the plot ``fidelity_<device>.png`` (error against budget
+at the longest length, and against length at the middle budget)."""
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.output import Outputs
-from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis, log_axis_at
+from lra.bench.output import log_log, panel_grid
+from lra.plotting import attention_color, legend_below
 from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
@@ -21,6 +21,26 @@ if TYPE_CHECKING:
 
 FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
 CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
+
+
+@dataclass(frozen=True)
+class FidelitySettings:
+    """A run: the lengths and budgets, the random inputs (``seeds``, ``batch``, ``heads`` of
+    ``head_dim``), the core options (``overrides`` as given, ``options`` parsed: name -> option ->
+    value), the trained model whose Q, K, V are also measured (``checkpoint``), the output folder."""
+
+    lengths: tuple[int, ...]
+    budgets: tuple[int, ...]
+    seeds: tuple[int, ...]
+    batch: int
+    heads: int
+    head_dim: int
+    overrides: tuple[str, ...]
+    options: dict[str, dict[str, object]]
+    checkpoint: Path | None
+    data_root: Path | None
+    checkpoint_batch: int
+    out: Path
 
 
 def plot_budget(budgets: Sequence[int]) -> int:
@@ -41,32 +61,31 @@ def source_tables(rows: Sequence[FidelityRow], lengths: Sequence[int]) -> str:
 
 
 def page(
-    rows: Sequence[FidelityRow], args: argparse.Namespace, left_out: Sequence[str]
+    rows: Sequence[FidelityRow], settings: FidelitySettings, left_out: Sequence[str]
 ) -> tuple[str, list[str], list[str], list[str]]:
     """The page's title, paragraph, sections (the cores left out, one table per input source) and notes."""
     paragraph = (
         "Relative spectral-norm error ‖Â − A‖₂ / ‖A‖₂ of each approximate core's output Â against its exact "
-        f"counterpart's A, per (batch, head) matrix of shape (seq_len, {args.head_dim}), {args.heads} heads, "
-        f"mean ± std over inputs × batch × heads × seeds {list(args.seeds)}. Random inputs: standard normal "
-        f"Q, K, V, batch {args.batch}, one draw per seed. Options other than the budget: paper defaults, "
-        f"with overrides {list(args.set)}."
+        f"counterpart's A, per (batch, head) matrix of shape (seq_len, {settings.head_dim}), "
+        f"{settings.heads} heads, mean ± std over inputs × batch × heads × seeds {list(settings.seeds)}. "
+        f"Random inputs: standard normal Q, K, V, batch {settings.batch}, one draw per seed. Options other "
+        f"than the budget: paper defaults, with overrides {list(settings.overrides)}."
     )
-    notes = (
-        [f"- checkpoint: `{args.checkpoint}` (Q, K, V of every attention layer on a validation batch)"]
-        if args.checkpoint
-        else []
+    checkpoint = (
+        f"- checkpoint: `{settings.checkpoint}` (Q, K, V of every attention layer on a validation batch)"
     )
+    notes = [checkpoint] if settings.checkpoint else []
     sections = ["\n".join(["Left out:", *(f"- {note}" for note in left_out)])] if left_out else []
     for source in dict.fromkeys(row.source for row in rows):
-        table = source_tables([r for r in rows if r.source == source], args.lengths)
+        table = source_tables([r for r in rows if r.source == source], settings.lengths)
         sections.append(f"## {source} inputs\n\n{table}")
     return "Fidelity on cpu", [paragraph], sections, notes
 
 
-def plot_where(args: argparse.Namespace) -> str:
+def plot_where(settings: FidelitySettings) -> str:
     """Where and on what the plotted errors were measured, for the plot's title."""
-    seeds = ",".join(map(str, args.seeds))
-    return f"cpu, {args.heads} heads of dim {args.head_dim}, batch {args.batch}, seeds {seeds}"
+    seeds = ",".join(map(str, settings.seeds))
+    return f"cpu, {settings.heads} heads of dim {settings.head_dim}, batch {settings.batch}, seeds {seeds}"
 
 
 def fidelity_figure(
@@ -75,7 +94,6 @@ def fidelity_figure(
     """Log–log, one row of panels per input source: error (mean ± std) against budget at the longest
     length, and error against length at the middle budget; a core without a budget is a dashed level
     line in the first panel and its defaults in the second. Non-finite errors are not drawn."""
-    plt = agg_pyplot()
     rows = [r for r in rows if math.isfinite(r.error_mean) and r.error_mean > 0]  # log axes
     sources = list(dict.fromkeys(row.source for row in rows))
     names = list(dict.fromkeys(row.attention for row in rows))
@@ -83,11 +101,8 @@ def fidelity_figure(
         name: f"{name} vs {exact}" + (" (no budget: defaults)" if budget is None else "")
         for name, exact, budget in ((r.attention, r.exact, r.budget) for r in rows)
     }
-    fig, axes = plt.subplots(
-        max(len(sources), 1), 2, figsize=(11, 3.6 * max(len(sources), 1) + 1.2), squeeze=False,
-        layout="constrained",
-    )  # fmt: skip
-    fig.suptitle(f"Relative spectral-norm error of approximate attention outputs ({where})", fontsize=11)
+    title = f"Relative spectral-norm error of approximate attention outputs ({where})"
+    fig, axes = panel_grid(max(len(sources), 1), title)
     middle = plot_budget(budgets)
     for source, (ax_budget, ax_length) in zip(sources, axes, strict=False):
         mine = [r for r in rows if r.source == source]
@@ -117,14 +132,6 @@ def fidelity_figure(
         ax_length.set(xlabel="sequence length", title=f"{source} inputs, budget = {middle}")
         for ax, ticks in ((ax_budget, budgets), (ax_length, lengths)):
             ax.set(ylabel="relative error ‖Â − A‖₂ / ‖A‖₂")
-            if ax.has_data():
-                log_axis_at(ax, "x", ticks)
-                log_axis(ax, "y")
-            ax.grid(True, which="both", alpha=0.3)
+            log_log(ax, ticks)
     legend_below(fig, list(axes.flat), max_columns=4)
     return fig
-
-
-def write_plot(outputs: Outputs, rows: Sequence[FidelityRow], args: argparse.Namespace) -> None:
-    """``<stem>.png``: ``fidelity_figure`` of the measured rows."""
-    outputs.write_figure(fidelity_figure(rows, args.lengths, args.budgets, plot_where(args)))

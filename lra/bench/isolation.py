@@ -1,16 +1,11 @@
 """The one runner of every benchmark: each configuration in this process or in a fresh interpreter.
 
-A benchmark hands its configurations to a ``Runner``: ``measure(config) -> row`` (one configuration in
-this process), ``progress(row) -> str`` (its line on stdout) and, to run in subprocesses,
-``failed(config, failure) -> row`` (the row of a configuration without a figure). With
-``--isolation subprocess`` each configuration runs in
-``python -m lra.bench.isolation RESULT_FILE [--mem-limit-mb N]``, which reads the pickled
-``(measure, config)`` from stdin and pickles ``measure(config)`` to ``RESULT_FILE``; what can go wrong
-there becomes a ``Failure``: no result within the timeout (``timeout``), the child killed by SIGKILL,
-the kernel's OOM killer (``oom``), any other non-zero exit (``error``). In a fresh process no
-allocator cache or fragmentation from an earlier configuration shifts the peak memory, and the
-address-space limit turns a too-large configuration into an allocation failure (``oom``) instead of a
-swapping machine.
+A ``Runner`` holds ``measure(config) -> row``, ``progress(row) -> str`` (its line on stdout) and, for
+subprocesses, ``failed(config, failure) -> row``. In a subprocess (``python -m lra.bench.isolation``,
+the pickled ``(measure, config)`` on stdin) no allocator cache from an earlier configuration shifts
+the peak memory, and an address-space limit turns a too-large configuration into an ``oom`` row
+instead of a swapping machine; no result within the timeout is ``timeout``, SIGKILL (the kernel's OOM
+killer) ``oom``, another non-zero exit ``error``. ``Isolation`` holds a run's choice of where.
 """
 
 from __future__ import annotations
@@ -31,10 +26,10 @@ from typing import Generic, TypeVar
 
 import torch
 
-from lra.bench.timing import Failure
+from lra.bench.timing import Failure, default_device
 from lra.memory import proc_status_kb
+from lra.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER = "lra.bench.isolation"
 MEM_LIMIT_SHARE = 0.6  # default address-space limit per subprocess: this share of the available memory
 Config = TypeVar("Config")
@@ -66,12 +61,6 @@ def run_isolated(
         return pickle.loads(result.read_bytes())
 
 
-def limit_address_space(extra_mb: int) -> None:
-    """Let this process map at most ``extra_mb`` MiB more than it has now (allocations beyond fail)."""
-    limit = proc_status_kb("VmSize") * 1024 + extra_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
 def worker_main(argv: list[str]) -> None:
     """Child side of ``run_isolated``: unpickle ``(measure, config)`` from stdin (which imports the
     benchmark), limit the address space, pickle ``measure(config)`` to the result file."""
@@ -80,8 +69,9 @@ def worker_main(argv: list[str]) -> None:
     parser.add_argument("--mem-limit-mb", type=int, default=None)
     args = parser.parse_args(argv)
     measure, config = pickle.loads(sys.stdin.buffer.read())
-    if args.mem_limit_mb is not None:
-        limit_address_space(args.mem_limit_mb)
+    if args.mem_limit_mb is not None:  # map at most this much more than now: allocations beyond fail
+        limit = proc_status_kb("VmSize") * 1024 + args.mem_limit_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     args.result.write_bytes(pickle.dumps(measure(config)))
 
 
@@ -123,8 +113,7 @@ def available_memory_mb() -> int:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, timeout_s: float) -> None:
-    """``--device``, ``--threads`` and the isolation's ``--isolation``, ``--timeout-s`` (default
-    ``timeout_s``) and ``--mem-limit-mb``: the arguments of a benchmark that times steps."""
+    """The arguments of ``Isolation.from_args`` (``--timeout-s`` defaults to ``timeout_s``)."""
     add = parser.add_argument
     add("--device", default=None, help="cpu or cuda (default: cuda when available)")
     add("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
@@ -143,25 +132,43 @@ def add_run_arguments(parser: argparse.ArgumentParser, timeout_s: float) -> None
     )
 
 
-def isolation_note(args: argparse.Namespace) -> str:
-    """How the configurations of a run were isolated, for its markdown page."""
-    limit = f", address-space limit {args.mem_limit_mb} MB" if args.mem_limit_mb else ""
-    return f"Isolation: {args.isolation}{limit}, timeout {args.timeout_s:g} s per configuration"
+@dataclass(frozen=True)
+class Isolation:
+    """Where a run measures: ``device`` with ``threads`` torch threads (None: torch's choice), each
+    configuration ``inprocess`` or in a ``subprocess`` (``mode``) with ``timeout_s`` and ``mem_limit_mb``."""
 
+    device: torch.device
+    threads: int | None
+    mode: str
+    timeout_s: float
+    mem_limit_mb: int | None
 
-def isolated_runner(
-    args: argparse.Namespace,
-    device: torch.device,
-    measure: Callable[[Config], Row],
-    progress: Callable[[Row], str],
-    failed: Callable[[Config, Failure], Row],
-) -> Runner[Config, Row]:
-    """The ``Runner`` of a benchmark with ``add_run_arguments``; the defaults that depend on
-    ``device`` are filled in ``args`` (subprocess and a memory limit on CPU, in-process on CUDA)."""
-    args.isolation = args.isolation or ("subprocess" if device.type == "cpu" else "inprocess")
-    if args.isolation == "subprocess" and device.type == "cpu" and args.mem_limit_mb is None:
-        args.mem_limit_mb = math.floor(MEM_LIMIT_SHARE * available_memory_mb())
-    return Runner(measure, progress, failed, args.isolation, args.timeout_s, args.mem_limit_mb)
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Isolation:
+        """The arguments of ``add_run_arguments``, with the defaults that depend on the device: a
+        subprocess with a memory limit on CPU, in-process on CUDA."""
+        device = default_device(args.device)
+        mode = args.isolation or ("subprocess" if device.type == "cpu" else "inprocess")
+        limit = args.mem_limit_mb
+        if mode == "subprocess" and device.type == "cpu" and limit is None:
+            limit = math.floor(MEM_LIMIT_SHARE * available_memory_mb())
+        return cls(device, args.threads, mode, args.timeout_s, limit)
+
+    def runner(
+        self,
+        measure: Callable[[Config], Row],
+        progress: Callable[[Row], str],
+        failed: Callable[[Config, Failure], Row],
+    ) -> Runner[Config, Row]:
+        return Runner(measure, progress, failed, self.mode, self.timeout_s, self.mem_limit_mb)
+
+    def note(self) -> str:
+        """How the configurations were isolated and threaded, for a page."""
+        limit = f", address-space limit {self.mem_limit_mb} MB" if self.mem_limit_mb else ""
+        return (
+            f"Isolation: {self.mode}{limit}, timeout {self.timeout_s:g} s per configuration; "
+            f"torch threads per measurement: {self.threads or 'torch default'}"
+        )
 
 
 if __name__ == "__main__":

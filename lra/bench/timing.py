@@ -1,15 +1,10 @@
 """Median time and peak memory of a repeated step on CPU or CUDA, shared by the benchmarks.
 
-``measure_step(build, device, ...)`` builds a step (a function that runs one unit of work, e.g.
-forward+backward), starts the device's memory probe, runs ``warmup`` untimed steps, then times up to
-``repeats`` steps (fewer once they add up to ``budget_s``, at least one):
-
-- CUDA: the device is synchronised before and after each timed step; memory is
-  ``max_memory_allocated`` above the bytes allocated when the probe started;
-- CPU: wall time; memory is the peak resident set size above the RSS when the probe started (the
-  kernel's high-water mark, VmHWM, is reset through ``/proc/self/clear_refs``).
-
-A step that fails (out of memory, a bad configuration) is a ``Failure`` with a status, not a crash.
+``measure_step(build, device, ...)`` builds a step (one unit of work, e.g. forward+backward), starts
+the device's memory probe, runs ``warmup`` untimed steps, then times up to ``repeats`` steps (fewer
+once they add up to ``budget_s``, at least one). CUDA: synchronised timing, ``max_memory_allocated``
+above the probe's start; CPU: wall time, the peak RSS (VmHWM, reset through /proc/self/clear_refs)
+above the RSS at the probe's start. A step that fails is a ``Failure`` with a status, not a crash.
 """
 
 from __future__ import annotations
@@ -50,6 +45,8 @@ class StepTimes:
 class CpuProbe:
     """Peak RSS above the RSS at ``start`` (VmHWM reset through /proc/self/clear_refs)."""
 
+    method, baseline = "peak RSS (VmHWM, reset via /proc/self/clear_refs)", "the RSS"
+
     def synchronize(self) -> None:
         """CPU work is synchronous."""
 
@@ -65,16 +62,18 @@ class CpuProbe:
 class CudaProbe:
     """``max_memory_allocated`` above the bytes allocated at ``start``."""
 
+    method, baseline = "torch.cuda.max_memory_allocated", "memory_allocated"
+
     def synchronize(self) -> None:
         torch.cuda.synchronize()
 
     def start(self) -> None:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        self.baseline = torch.cuda.memory_allocated()
+        self.baseline_bytes = torch.cuda.memory_allocated()
 
     def peak_mb(self) -> float:
-        return (torch.cuda.max_memory_allocated() - self.baseline) / 2**20
+        return (torch.cuda.max_memory_allocated() - self.baseline_bytes) / 2**20
 
 
 PROBES: dict[str, type[CpuProbe] | type[CudaProbe]] = {"cpu": CpuProbe, "cuda": CudaProbe}

@@ -1,22 +1,18 @@
 """``python -m lra.bench train-speed``: how long a full harness training step takes per task × attention.
 
-For each task at its real shape (batch size, sequence length, two documents for retrieval) and each
-attention, the module of ``python -m lra task=T attention=A [--overrides ...]`` is built from the
-composed Hydra config and trained on a random batch of that shape (``lra.bench.train_step``); the
-median of ``--steps`` timed steps after ``--warmup`` untimed ones is projected to the config's
-``trainer.max_steps`` (50k) and put beside the Skyformer paper's Table 2 (hours on one V100). CUDA:
-synchronised timing, ``max_memory_allocated``; CPU: wall time, peak RSS, few steps by default (a step
-at these shapes takes seconds). Like the efficiency benchmark, each CPU configuration runs in a fresh
-subprocess by default (``lra.bench.isolation``), so that one that runs out of memory or time is a row
-(``oom``, ``timeout``), not a crash; its C heap is set up as the training job sets its own
-(``steady_heap``). Table and page: ``lra.bench.train_speed_table``.
+For each task at its real shape and each attention, the module of ``python -m lra task=T attention=A
+[--overrides ...]`` is built from the composed Hydra config and trained on a random batch of that shape
+(``lra.bench.train_step``); the median of ``--steps`` timed steps after ``--warmup`` untimed ones is
+projected to the config's ``trainer.max_steps`` and put beside the Skyformer paper's Table 2. Each CPU
+configuration runs in a fresh subprocess by default (``lra.bench.isolation``), its C heap set up as the
+training job sets its own (``steady_heap``). Rows and page: ``lra.bench.train_speed_table``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -27,10 +23,10 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 import attention_zoo
-from lra.bench.isolation import add_run_arguments, isolated_runner
+from lra.bench.isolation import Isolation, add_run_arguments
 from lra.bench.output import Outputs
 from lra.bench.timing import Failure, StepTimes, default_device, measure_step
-from lra.bench.train_speed_table import CSV_COLUMNS, page, paper_hours
+from lra.bench.train_speed_table import CSV_COLUMNS, TrainSpeedRow, TrainSpeedSettings, page
 from lra.bench.train_step import HarnessStep, documents, job_config, precision
 from lra.checks import check_config
 from lra.memory import keep_freed_heap
@@ -72,40 +68,6 @@ class TrainSpeedConfig:
         return cfg
 
 
-@dataclass(frozen=True)
-class TrainSpeedRow:
-    """One CSV row; ``run_steps`` is the config's ``trainer.max_steps``, the run the projection is for."""
-
-    task: str
-    attention: str
-    batch: int
-    seq_len: int
-    documents: int
-    run_steps: int
-    step_ms: float | None
-    peak_mem_mb: float | None
-    status: str
-    detail: str = ""
-    timed_steps: int = 0
-    load_1min: float | None = None  # the machine's load average when the measurement started
-    precision: str = ""  # the config's trainer.precision, which the step ran under
-
-    @property
-    def samples_per_s(self) -> float | None:
-        """Examples (pairs of documents for retrieval) per second at the median step."""
-        return None if self.step_ms is None else 1000 * self.batch / self.step_ms
-
-    @property
-    def projected_hours(self) -> float | None:
-        """The median step × ``run_steps``, in hours (training steps only: no evaluation, no data loading)."""
-        return None if self.step_ms is None else self.step_ms * self.run_steps / 3_600_000
-
-    @property
-    def paper_hours(self) -> float | None:
-        """Skyformer Table 2's hours for this task × attention (whole run, one V100), where it has them."""
-        return paper_hours(self.attention, self.task)
-
-
 def row_for(
     config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failure, load_1min: float
 ) -> TrainSpeedRow:
@@ -127,13 +89,8 @@ def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
     cfg = config.compose()
     if cfg.steady_heap:  # as the training job sets its process up
         keep_freed_heap()
-    result = measure_step(
-        partial(HarnessStep.build, cfg, device),
-        device,
-        warmup=config.warmup,
-        repeats=config.steps,
-        threads=config.threads,
-    )
+    build = partial(HarnessStep.build, cfg, device)
+    result = measure_step(build, device, warmup=config.warmup, repeats=config.steps, threads=config.threads)
     return row_for(config, cfg, result, load_1min)
 
 
@@ -153,15 +110,14 @@ def format_progress(row: TrainSpeedRow) -> str:
     return f"{where}, load {row.load_1min:.1f}: {figures}"
 
 
-def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
+def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``python -m lra.bench train-speed``."""
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
-    parser.add_argument("--attentions", nargs="+", default=None, help="default: every registered attention")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps (default: 3 on CPU, 20 on CUDA)")
-    parser.add_argument(
-        "--warmup", type=int, default=None, help="untimed steps first (default: 1 CPU, 5 CUDA)"
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--tasks", nargs="+", default=list(TASKS))
+    add("--attentions", nargs="+", default=None, help="default: every registered attention")
+    add("--steps", type=int, default=None, help="timed steps (default: 3 on CPU, 20 on CUDA)")
+    add("--warmup", type=int, default=None, help="untimed steps first (default: 1 CPU, 5 CUDA)")
+    add(
         "--overrides",
         nargs="+",
         default=[],
@@ -170,28 +126,41 @@ def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, 
         "(e.g. experiment=skyformer features=128 task.seq_len=256)",
     )
     add_run_arguments(parser, timeout_s=900)
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    return run
+    add("--out", type=Path, default=Path("results"))
 
 
-def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    device = default_device(args.device)
-    steps, warmup = DEFAULT_STEPS[device.type]
-    args.steps = steps if args.steps is None else args.steps
-    args.warmup = warmup if args.warmup is None else args.warmup
-    if args.steps < 1 or args.warmup < 0:
-        raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {args.steps} and {args.warmup}")
+def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
+    steps, warmup = DEFAULT_STEPS[default_device(args.device).type]
+    steps, warmup = (
+        steps if args.steps is None else args.steps,
+        warmup if args.warmup is None else args.warmup,
+    )
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}")
+    attentions = tuple(args.attentions or attention_zoo.available())
+    return TrainSpeedSettings(
+        tuple(args.tasks),
+        attentions,
+        steps,
+        warmup,
+        tuple(args.overrides),
+        Isolation.from_args(args),
+        args.out,
+    )
+
+
+def run(settings: TrainSpeedSettings, argv: Sequence[str]) -> None:
+    device = settings.run.device
     configs = [
-        TrainSpeedConfig(
-            task, attention, tuple(args.overrides), str(device), args.warmup, args.steps, args.threads
-        )
-        for task in args.tasks
-        for attention in args.attentions or attention_zoo.available()
-    ]
+        TrainSpeedConfig(task, attention, settings.overrides, str(device), settings.warmup, settings.steps,
+                         settings.run.threads)
+        for task in settings.tasks
+        for attention in settings.attentions
+    ]  # fmt: skip
     for config in configs:  # a bad task, attention or override is a usage error before anything runs
         config.compose_checked()
-    outputs = Outputs.start(args.out, "train_speed", device, ["train-speed", *argv])
-    rows = isolated_runner(args, device, measure, format_progress, failed).run_all(configs)
+    outputs = Outputs.start(settings.out, "train_speed", device, ["train-speed", *argv])
+    rows = settings.run.runner(measure, format_progress, failed).run_all(configs)
     outputs.write_csv(CSV_COLUMNS, rows)
-    outputs.write_page(*page(rows, args, device))
+    outputs.write_page(*page(rows, settings))
     outputs.announce("csv,md")

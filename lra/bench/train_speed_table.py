@@ -1,22 +1,19 @@
-"""What the train-speed benchmark writes: ``train_speed_<device>.csv`` and the page
-``train_speed_<device>.md`` (one row per task × attention: median step, samples per second, projected
-hours and peak memory, beside the Skyformer paper's Table 2)."""
+"""A run of the train-speed benchmark (``TrainSpeedSettings``), its rows (``TrainSpeedRow``) and what it
+writes: ``train_speed_<device>.csv`` and the page ``train_speed_<device>.md`` (one row per task ×
+attention: median step, samples per second, projected hours and peak memory, beside the Skyformer
+paper's Table 2)."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
-from lra.bench.isolation import isolation_note
-from lra.bench.output import number
+from lra.bench.isolation import Isolation
+from lra.bench.output import failures, number
+from lra.bench.timing import PROBES
 from lra.provenance import markdown_table
 from lra.published_numbers import RUN_COST, RUN_COST_PAPER
-
-if TYPE_CHECKING:
-    import torch
-
-    from lra.bench.train_speed import TrainSpeedRow
 
 CSV_COLUMNS = {
     "task": "", "attention": "", "batch": "", "seq_len": "", "documents": "", "step_ms": ".1f",
@@ -25,10 +22,6 @@ CSV_COLUMNS = {
 }  # fmt: skip
 REFERENCE = "standard"  # the attention whose step time the others are compared with
 PUBLISHED = {cost.attention: cost for cost in RUN_COST}
-MEMORY_METHODS = {
-    "cpu": "peak RSS (VmHWM, reset via /proc/self/clear_refs)",
-    "cuda": "torch.cuda.max_memory_allocated",
-}
 PRECISION_NOTE = (
     "precision: the composed config's `trainer.precision` ({}), as Lightning applies it: `bf16-mixed` "
     "(`16-mixed`) = bf16 (fp16) autocast around `training_step`, `32-true` = 32-bit"
@@ -40,6 +33,20 @@ CPU_NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class TrainSpeedSettings:
+    """A run: every task × attention, ``steps`` timed after ``warmup`` untimed, with the Hydra
+    ``overrides`` of every configuration, where (``run``) and the output folder."""
+
+    tasks: tuple[str, ...]
+    attentions: tuple[str, ...]
+    steps: int
+    warmup: int
+    overrides: tuple[str, ...]
+    run: Isolation
+    out: Path
+
+
 def paper_hours(attention: str, task: str) -> float | None:
     """Skyformer Table 2's hours for a whole 50k-step run on one V100, where it has the pair."""
     cost = PUBLISHED.get(attention)
@@ -49,6 +56,40 @@ def paper_hours(attention: str, task: str) -> float | None:
 def paper_peak_gb(attention: str, task: str) -> float | None:
     cost = PUBLISHED.get(attention)
     return None if cost is None or cost.peak_gb is None else cost.peak_gb.get(task)
+
+
+@dataclass(frozen=True)
+class TrainSpeedRow:
+    """One CSV row; ``run_steps`` is the config's ``trainer.max_steps``, the run the projection is for."""
+
+    task: str
+    attention: str
+    batch: int
+    seq_len: int
+    documents: int
+    run_steps: int
+    step_ms: float | None
+    peak_mem_mb: float | None
+    status: str
+    detail: str = ""
+    timed_steps: int = 0
+    load_1min: float | None = None  # the machine's load average when the measurement started
+    precision: str = ""  # the config's trainer.precision, which the step ran under
+
+    @property
+    def samples_per_s(self) -> float | None:
+        """Examples (pairs of documents for retrieval) per second at the median step."""
+        return None if self.step_ms is None else 1000 * self.batch / self.step_ms
+
+    @property
+    def projected_hours(self) -> float | None:
+        """The median step × ``run_steps``, in hours (training steps only: no evaluation, no data loading)."""
+        return None if self.step_ms is None else self.step_ms * self.run_steps / 3_600_000
+
+    @property
+    def paper_hours(self) -> float | None:
+        """Skyformer Table 2's hours for this task × attention (whole run, one V100), where it has them."""
+        return paper_hours(self.attention, self.task)
 
 
 def ratio_to_reference(row: TrainSpeedRow, rows: Sequence[TrainSpeedRow]) -> str:
@@ -87,11 +128,10 @@ def speed_table(rows: Sequence[TrainSpeedRow]) -> str:
     return markdown_table(header, body)
 
 
-def page(
-    rows: Sequence[TrainSpeedRow], settings: argparse.Namespace, device: torch.device
-) -> tuple[str, list[str], list[str]]:
+def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs and sections (the table, the configurations without a figure)."""
     overrides = " ".join(f"`{o}`" for o in settings.overrides) or "none"
+    device = settings.run.device.type
     paragraphs = [
         "Per task at its real shape (batch × sequence length, × 2 documents for retrieval) and attention: "
         "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
@@ -102,17 +142,13 @@ def page(
         + ". "
         "Projected hours = median step × the config's `trainer.max_steps` / 3600: training steps only "
         f"(no evaluation, no data loading). Beside them, {RUN_COST_PAPER}, evaluation included.",
-        *([CPU_NOTE] if device.type == "cpu" else []),
-        f"Memory: {MEMORY_METHODS[device.type]} above the memory after the module and the batch were built "
+        *([CPU_NOTE] if device == "cpu" else []),
+        f"Memory: {PROBES[device].method} above the memory after the module and the batch were built "
         "(optimizer state, activations, gradients and the one-time costs of the first step count). "
-        f"{isolation_note(settings)}; torch threads per measurement: {settings.threads or 'torch default'}. "
-        f"Hydra overrides: {overrides}. Load: the machine's 1-minute load average when each configuration "
-        "started; the benchmark's own torch threads (of the configuration before) count in it, so a figure "
-        "well above their number means other work shared the CPU and inflated the time.",
+        f"{settings.run.note()}. Hydra overrides: {overrides}. Load: the machine's 1-minute load average "
+        "when each configuration started; the benchmark's own torch threads (of the configuration before) "
+        "count in it, so a figure well above their number means other work shared the CPU and inflated "
+        "the time.",
     ]
-    sections = [speed_table(rows)]
-    failures = [row for row in rows if row.status != "ok"]
-    if failures:
-        lines = [f"- {r.task} × `{r.attention}`: {r.status} ({' '.join(r.detail.split())})" for r in failures]
-        sections.append("Configurations without a figure:\n\n" + "\n".join(lines))
-    return f"Training speed on {device.type}", paragraphs, sections
+    sections = [speed_table(rows), *failures(rows, lambda r: f"{r.task} × `{r.attention}`")]
+    return f"Training speed on {device}", paragraphs, sections

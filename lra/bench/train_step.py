@@ -1,22 +1,12 @@
 """One full training step of the harness, outside Lightning's fit loop, on a random batch of a task's shape.
 
-``job_config(task, attention, overrides)`` composes the real Hydra config of ``python -m lra task=T
-attention=A OVERRIDES``; ``HarnessStep.build(cfg, device)`` builds its LightningModule with
-``lra.train.build_module``, and calling it runs one step the way Lightning's automatic optimisation
-does: ``optimizer.zero_grad()``, ``loss = module.training_step(batch, i)`` (under the autocast of the
-config's ``trainer.precision``: bf16 for ``bf16-mixed``, none for ``32-true``), ``loss.backward()``,
-gradient clipping through the module's ``configure_gradient_clipping`` hook, ``optimizer.step()``,
-then the step-interval schedulers. The optimizer and schedulers are the module's own
-``configure_optimizers()``, parsed by the function the Trainer itself calls
-(``_init_optimizers_and_lr_schedulers``, private to Lightning), so whatever form the module returns
-means here what it means in a run. Gradient clipping comes from ``cfg.protocol``
-through ``lra.train.clipping``, as in a run.
-
-Logging: ``training_step`` calls ``self.log``, and the hooks may read ``self.trainer``. The module is
-given a ``Trainer(barebones=True)`` (never fitted): Lightning's mode for measuring raw speed, in which
-``LightningModule.log`` returns at once (its one warning about it is silenced here), while
-``self.trainer`` answers ``max_steps`` and the clipping settings of the config. Nothing in the harness
-is patched.
+``job_config(task, attention, overrides)`` composes the config of ``python -m lra task=T attention=A
+OVERRIDES``; ``HarnessStep.build(cfg, device)`` builds its module with ``lra.train.build_module``, and
+calling it runs one step as Lightning's automatic optimisation does: zero_grad, ``training_step`` under
+the autocast of ``trainer.precision``, backward, the module's ``configure_gradient_clipping`` (settings
+from ``cfg.protocol``), ``optimizer.step()``, the step-interval schedulers. The optimizers come from
+``configure_optimizers()`` parsed by the Trainer's own (private) parser; the module's trainer is a
+never-fitted ``Trainer(barebones=True)``, under which ``self.log`` returns at once. Nothing is patched.
 """
 
 from __future__ import annotations
@@ -35,7 +25,7 @@ from lightning.pytorch.core.optimizer import _init_optimizers_and_lr_schedulers
 from lightning.pytorch.utilities.types import LRSchedulerConfig
 from omegaconf import DictConfig
 
-from lra.__main__ import CONFIG_DIR
+from lra.paths import CONFIG_DIR
 from lra.train import build_module, clipping
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels

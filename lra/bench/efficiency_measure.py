@@ -1,12 +1,11 @@
-"""The efficiency benchmark's configurations and the step each one runs.
+"""One configuration of the efficiency benchmark: its workload, its step and its ``Measurement`` row.
 
-Three workloads (``scope``): ``layer`` = forward+backward of one ``MultiHeadSelfAttention(dim,
-heads, core)`` on (batch, n, dim) inputs; ``encoder`` = forward+backward of the whole
-``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy loss; ``inference`` = the
-forward of one such layer in eval mode under ``torch.inference_mode`` (no autograd state kept).
-``primed_step`` first runs one step of the same workload at ``PRIME_SEQ_LEN`` tokens, so that
-one-time costs (kernel code paged in on first use, thread pools, allocator arenas, library workspaces)
-are paid before the memory probe starts and do not count as the configuration's.
+Workloads (``scope``): ``layer`` = forward+backward of one ``MultiHeadSelfAttention(dim, heads, core)``
+on (batch, n, dim) inputs; ``encoder`` = forward+backward of the whole ``lra.model.LRAClassifier`` on
+(batch, n) tokens with a cross-entropy loss; ``inference`` = the forward of one such layer in eval mode
+under ``torch.inference_mode``. ``primed_step`` first runs one step of the same workload at
+``PRIME_SEQ_LEN`` tokens, so that one-time costs (kernel code paged in on first use, thread pools,
+allocator arenas, library workspaces) are paid before the memory probe starts.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import torch.nn.functional as F
 
 import attention_zoo
 from lra.bench.baselines import build_core
-from lra.bench.timing import Step
+from lra.bench.timing import Failure, Step, measure_step
 
 ENCODER_VOCAB, ENCODER_CLASSES = 257, 10  # byte tokens + pad, as the Text task
 PRIME_SEQ_LEN = 64
@@ -48,6 +47,33 @@ class BenchConfig:
     @property
     def name(self) -> str:
         return self.label or self.attention
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of results; ``detail`` (not in the CSV) says why a row is not ``ok``."""
+
+    attention: str
+    seq_len: int
+    batch: int
+    time_ms: float | None
+    peak_mem_mb: float | None
+    status: str
+    scope: str = "layer"
+    detail: str = ""
+    timed_steps: int = 0
+    label: str = ""  # the row's name where one attention is measured with several options
+
+    @property
+    def name(self) -> str:
+        return self.label or self.attention
+
+    @classmethod
+    def failed(cls, config: BenchConfig, failure: Failure) -> Measurement:
+        return cls(
+            config.attention, config.seq_len, config.batch, None, None, failure.status, config.scope,
+            failure.detail, label=config.label,
+        )  # fmt: skip
 
 
 def build_layer(config: BenchConfig, device: torch.device) -> attention_zoo.MultiHeadSelfAttention:
@@ -118,3 +144,27 @@ def primed_step(config: BenchConfig, device: torch.device) -> Step:
     build = WORKLOADS[config.scope]
     build(replace(config, seq_len=min(config.seq_len, PRIME_SEQ_LEN)), device)()
     return build(config, device)
+
+
+def measure(config: BenchConfig) -> Measurement:
+    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps."""
+    device = torch.device(config.device)
+    timed = measure_step(
+        partial(primed_step, config, device), device, warmup=config.warmup, repeats=config.repeats,
+        budget_s=config.time_budget_s, threads=config.threads,
+    )  # fmt: skip
+    if isinstance(timed, Failure):
+        return Measurement.failed(config, timed)
+    return Measurement(
+        config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, "ok", config.scope,
+        timed_steps=len(timed.times_ms), label=config.label,
+    )  # fmt: skip
+
+
+def format_progress(row: Measurement) -> str:
+    figures = (
+        f"{row.time_ms:10.1f} ms {row.peak_mem_mb:10.1f} MB ({row.timed_steps} timed)"
+        if row.status == "ok"
+        else f"{row.status.upper()} {row.detail}"
+    )
+    return f"[{row.scope:7}] {row.name:10} n={row.seq_len:6} batch={row.batch}: {figures}"
