@@ -1,69 +1,77 @@
 """``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length.
 
-Each configuration (``lra.bench.efficiency_measure``: a workload, an attention, a length) is warmed up,
-then timed ``--repeats`` times (fewer once the timed steps add up to ``--time-budget-s``); the median is
-kept, and peak memory above a baseline taken after a priming step. By default every CPU configuration
-runs in a fresh subprocess (``lra.bench.isolation``). Every configuration gives one ``Measurement``
-with status ``ok``, ``oom``, ``timeout``, ``error``, ``skipped`` (``sweep``) or ``not registered``.
-Page and plot: ``lra.bench.efficiency_tables``; ``--paper``: ``lra.bench.efficiency_paper``.
+Each configuration (``lra.bench.efficiency_measure``) is warmed up, then timed ``--repeats`` times
+(fewer once they add up to ``--time-budget-s``); the median is kept, and the peak memory above a
+baseline taken after a priming step; on CPU each runs in a fresh subprocess by default. Writes
+``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios to the
+baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``;
+with ``--paper``, that table's own setting in its layout (``lra.bench.efficiency_paper``).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lra.bench import efficiency_paper, efficiency_tables
-from lra.bench.baselines import bench_names
-from lra.bench.efficiency_measure import WORKLOADS, BenchConfig, Measurement, format_progress, measure
-from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow
-from lra.bench.efficiency_tables import CSV_COLUMNS, EfficiencySettings, csv_suffix
-from lra.bench.isolation import Isolation, Runner, add_run_arguments
-from lra.bench.output import Outputs
-from lra.bench.timing import Failure
+from lra.bench import efficiency_paper
+from lra.bench.baselines import NAIVE, bench_names
+from lra.bench.efficiency_measure import PRIME_SEQ_LEN, WORKLOADS, BenchConfig, Measurement, measure, sweep
+from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow, PaperTable
+from lra.bench.isolation import Isolation, add_run_arguments
+from lra.bench.output import Outputs, failures, log_log, panel_grid
+from lra.bench.timing import PROBES
+from lra.plotting import attention_color, legend_below
+from lra.provenance import markdown_table
 
-MEASUREMENT_FAILURES = ("oom", "timeout", "error")  # statuses after which longer lengths are skipped
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 HELP = "time and peak memory of forward+backward against sequence length"
 DEFAULTS = {
     "lengths": (512, 1024, 2048, 4096, 8192, 16384), "scopes": ("layer", "encoder"), "batch": 1, "dim": 64,
     "heads": 2,
 }  # fmt: skip
+CSV_COLUMNS = {
+    "attention": "",
+    "seq_len": "",
+    "batch": "",
+    "time_ms": ".3f",
+    "peak_mem_mb": ".2f",
+    "status": "",
+}
+BASELINES = ("standard", NAIVE)
+BASELINE_POINT = (
+    "after the model and inputs were built and one step of the same workload at "
+    f"{PRIME_SEQ_LEN} tokens ran (one-time costs such as kernel code paged in on first use are not counted)"
+)
+PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
 
 
-def sweep(
-    configs: Sequence[BenchConfig],
-    run_one: Callable[[BenchConfig], Measurement],
-    max_step_s: float | None = None,
-) -> list[Measurement]:
-    """Measure every config in order (lengths ascending), printing each row.
+@dataclass(frozen=True)
+class EfficiencySettings:
+    """A run: ``rows`` (what is measured) at ``lengths`` in each of ``scopes``, the model's shape, the
+    timing, where (``run``) and the output folder; ``paper``: the published table it measures, if any."""
 
-    Once an (attention or label, scope) fails at some length (``MEASUREMENT_FAILURES``), or one of its
-    steps takes longer than ``max_step_s``, its longer configurations are ``skipped`` with the reason.
-    """
-    stopped: dict[tuple[str, str], Failure] = {}
-
-    def run_unless_stopped(config: BenchConfig) -> Measurement:
-        if (config.scope, config.name) in stopped:
-            return Measurement.failed(config, stopped[(config.scope, config.name)])
-        row = run_one(config)
-        if row.status in MEASUREMENT_FAILURES:
-            stopped[(config.scope, config.name)] = Failure(
-                "skipped", f"{row.status} at seq_len {row.seq_len}"
-            )
-        elif max_step_s is not None and row.time_ms > 1000 * max_step_s:
-            took = f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len}"
-            stopped[(config.scope, config.name)] = Failure(
-                "skipped", f"{took} (over --max-step-s {max_step_s:g})"
-            )
-        return row
-
-    return Runner(run_unless_stopped, format_progress).run_all(configs)
+    rows: tuple[PaperRow, ...]
+    lengths: tuple[int, ...]
+    scopes: tuple[str, ...]
+    batch: int
+    dim: int
+    heads: int
+    warmup: int
+    repeats: int
+    time_budget_s: float
+    max_step_s: float | None
+    run: Isolation
+    out: Path
+    paper: PaperTable | None = None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``python -m lra.bench efficiency``."""
     add = parser.add_argument
     add(
         "--paper",
@@ -129,34 +137,162 @@ def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
     ]
 
 
+def scope_tables(
+    rows: Sequence[Measurement], lengths: Sequence[int], attentions: Sequence[str], repeats: int
+) -> str:
+    """Markdown: time, memory, ratios to both baselines and memory growth for one scope."""
+    table = {(row.attention, row.seq_len): row for row in rows}
+
+    def cell(name: str, n: int, field: str) -> str:
+        row = table.get((name, n))
+        if row is None or row.status != "ok":
+            return "" if row is None else row.status
+        fewer = f" ({row.timed_steps}×)" if field == "time_ms" and row.timed_steps < repeats else ""
+        return f"{getattr(row, field):.1f}{fewer}"
+
+    def ratios(name: str, n: int, baseline: str) -> str:
+        """The baseline's time and memory ÷ this row's (``×k`` = k times less), or '—'."""
+        row, base = table.get((name, n)), table.get((baseline, n))
+        ok = row is not None and base is not None and row.status == base.status == "ok"
+        cells = (
+            f"×{getattr(base, f) / getattr(row, f):.3g}" if ok and getattr(row, f) > 0 else "—"
+            for f in PLOTTED
+        )
+        return "" if row is None else " / ".join(cells)
+
+    def growth(name: str, short: int, long: int) -> str:
+        a, b = table.get((name, short)), table.get((name, long))
+        ok = a is not None and b is not None and a.status == b.status == "ok" and a.peak_mem_mb > 0
+        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if ok else "—"
+
+    header = ["attention", *(f"n={n}" for n in lengths)]
+    parts = []
+    for title, field in (("Time per forward+backward (ms, median):", "time_ms"),
+                         ("Peak memory above baseline (MB):", "peak_mem_mb")):  # fmt: skip
+        parts += [
+            title,
+            markdown_table(header, [[a, *(cell(a, n, field) for n in lengths)] for a in attentions]),
+        ]
+    for baseline in BASELINES:
+        parts += [
+            f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):",
+            markdown_table(header, [[a, *(ratios(a, n, baseline) for n in lengths)] for a in attentions]),
+        ]
+    pairs = [(n // 8, n) for n in lengths if n // 8 in lengths and n % 8 == 0]
+    if pairs:
+        growth_rows = [[a, *(growth(a, s, n) for s, n in pairs)] for a in attentions]
+        parts += [
+            "Memory growth for ×8 length (linear: ×8, quadratic: ×64):",
+            markdown_table(["attention", *(f"{s}→{n}" for s, n in pairs)], growth_rows),
+        ]
+    return "\n\n".join(parts + failures(rows, lambda r: f"`{r.attention}` n={r.seq_len}"))
+
+
+def method_note(settings: EfficiencySettings) -> str:
+    """How each configuration was timed and its memory measured, and where it ran."""
+    probe = PROBES[settings.run.device.type]
+    return (
+        f"{settings.warmup} warm-up step(s) then the median of {settings.repeats} timed steps (fewer, at "
+        f"least one, once they add up to {settings.time_budget_s:g} s). Memory: {probe.method} above "
+        f"{probe.baseline} {BASELINE_POINT}. {settings.run.note()}."
+    )
+
+
+def page(
+    rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings
+) -> tuple[str, list[str], list[str]]:
+    """The page's title, paragraphs and sections: one per scope, then the published figures (with
+    ``--paper``, that paper's page)."""
+    if settings.paper is not None:
+        [rows] = rows_by_scope.values()
+        return efficiency_paper.page(settings.paper, rows, settings.run.device.type, [method_note(settings)])
+    inference = " `inference`: the layer's forward alone, under torch.inference_mode." * (
+        "inference" in rows_by_scope
+    )
+    paragraphs = [
+        "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
+        f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
+        f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
+        "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
+        "paper defaults (options in README.md, section The attention zoo). `(k×)` in the time table: "
+        "k timed steps.",
+        method_note(settings),
+    ]
+    sections = [
+        f"## {scope}\n\n"
+        + scope_tables(
+            rows, settings.lengths, list(dict.fromkeys(r.attention for r in rows)), settings.repeats
+        )
+        for scope, rows in rows_by_scope.items()
+    ]
+    sections.append("## Published, for comparison\n\n" + efficiency_paper.published_section())
+    return f"Efficiency on {settings.run.device.type}", paragraphs, sections
+
+
+def stop_note(rows: Sequence[Measurement]) -> str:
+    """Where each scope's run of one attention stopped, e.g. `` (oom at 16384)``, or
+    `` (layer: oom at 16384; encoder: timeout at 8192)`` when the scopes differ; empty when it never did."""
+    scopes = list(dict.fromkeys(row.scope for row in rows))
+    stops = {}
+    for row in sorted(rows, key=lambda r: (scopes.index(r.scope), r.seq_len)):
+        if row.status not in ("ok", "skipped"):
+            stops.setdefault(row.scope, f"{row.status} at {row.seq_len}")
+    distinct = set(stops.values())
+    if len(distinct) == 1 and len(stops) == len(scopes):  # alike in every scope
+        return f" ({distinct.pop()})"
+    return f" ({'; '.join(f'{scope}: {stop}' for scope, stop in stops.items())})" if stops else ""
+
+
+def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -> Figure:
+    """Log–log: one row of panels per scope, time and memory against length, one colour per attention
+    (dashed: the baselines); an attention that stopped (oom, timeout, error) says where in the legend."""
+    all_rows = [row for rows in rows_by_scope.values() for row in rows]
+    names = list(dict.fromkeys(row.attention for row in all_rows))
+    labels = {name: name + stop_note([r for r in all_rows if r.attention == name]) for name in names}
+    title = f"Forward+backward time and peak memory against sequence length ({where})"
+    fig, axes = panel_grid(len(rows_by_scope), title)
+    for (scope, rows), panel_row in zip(rows_by_scope.items(), axes, strict=True):
+        for ax, (field, quantity) in zip(panel_row, PLOTTED.items(), strict=True):
+            for name in dict.fromkeys(row.attention for row in rows):
+                points = sorted(
+                    (r.seq_len, getattr(r, field))
+                    for r in rows
+                    if r.attention == name and r.status == "ok" and getattr(r, field) > 0  # log axes
+                )
+                if points:
+                    ax.plot(
+                        *zip(*points, strict=True), label=labels[name], color=attention_color(name),
+                        linestyle="--" if name in BASELINES else "-", marker="o", markersize=4,
+                    )  # fmt: skip
+            ax.set(xlabel="sequence length", ylabel=quantity, title=f"{scope}: {quantity}")
+            log_log(ax, sorted({row.seq_len for row in rows}))
+    legend_below(fig, list(axes.flat), max_columns=6)
+    return fig
+
+
+def figure(rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings) -> Figure:
+    """``efficiency_figure`` of the measured rows, titled with where and how they were measured."""
+    count = settings.run.threads
+    threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
+    where = f"{settings.run.device.type}, batch {settings.batch}, dim {settings.dim}, {settings.heads} heads"
+    return efficiency_figure(rows_by_scope, f"{where}, {threads}")
+
+
 def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
     paper, device = settings.paper, settings.run.device
     outputs = Outputs.start(
         settings.out, paper.stem if paper else "efficiency", device, ["efficiency", *argv]
     )
-    runner = settings.run.runner(measure, format_progress, Measurement.failed)
-
-    def run_one(config: BenchConfig) -> Measurement:  # a row of a published table may not be registered
-        if config.attention in bench_names():
-            return runner(config)
-        return Measurement.failed(
-            config, Failure("not registered", f"no attention {config.attention!r} here")
-        )
-
     rows_by_scope: dict[str, list[Measurement]] = {}
     for scope in settings.scopes:
-        rows_by_scope[scope] = sweep(configs(settings, scope), run_one, settings.max_step_s)
-        if not paper:  # each scope's CSV as soon as it is measured
-            outputs.write_csv(CSV_COLUMNS, rows_by_scope[scope], csv_suffix(scope))
-    if paper:
-        [measured] = rows_by_scope.values()
-        outputs.write_csv({"label": "", **CSV_COLUMNS}, measured)
-        outputs.write_page(
-            *efficiency_paper.page(paper, measured, device.type, [efficiency_tables.method_note(settings)])
-        )
-        outputs.announce("csv,md")
-        return
-    outputs.write_page(*efficiency_tables.page(rows_by_scope, settings))
-    where = efficiency_tables.plot_where(settings)
-    outputs.write_figure(efficiency_tables.efficiency_figure(rows_by_scope, where))
-    outputs.announce("csv,md,png")
+        run_one = partial(settings.run.measure, measure, Measurement.failed)
+        rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
+        rows_by_scope[scope] = rows
+        if paper:  # a published table's one workload, its rows named by its labels
+            outputs.write_csv({"label": "", **CSV_COLUMNS}, rows)
+        else:  # each scope's CSV as soon as it is measured
+            outputs.write_csv(CSV_COLUMNS, rows, ".csv" if scope == "layer" else f"_{scope}.csv")
+    outputs.write_page(*page(rows_by_scope, settings))
+    if not paper:
+        outputs.write_figure(figure(rows_by_scope, settings))
+    outputs.announce("csv,md" if paper else "csv,md,png")

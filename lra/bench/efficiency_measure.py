@@ -1,16 +1,16 @@
-"""One configuration of the efficiency benchmark: its workload, its step and its ``Measurement`` row.
+"""One configuration of the efficiency benchmark (``BenchConfig``): its workload's step, its
+``Measurement`` row, and the sweep over lengths that skips what cannot finish.
 
-Workloads (``scope``): ``layer`` = forward+backward of one ``MultiHeadSelfAttention(dim, heads, core)``
-on (batch, n, dim) inputs; ``encoder`` = forward+backward of the whole ``lra.model.LRAClassifier`` on
-(batch, n) tokens with a cross-entropy loss; ``inference`` = the forward of one such layer in eval mode
-under ``torch.inference_mode``. ``primed_step`` first runs one step of the same workload at
-``PRIME_SEQ_LEN`` tokens, so that one-time costs (kernel code paged in on first use, thread pools,
-allocator arenas, library workspaces) are paid before the memory probe starts.
+Workloads (``scope``): ``layer`` = forward+backward of one ``MultiHeadSelfAttention`` on (batch, n, dim);
+``encoder`` = forward+backward of ``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy
+loss; ``inference`` = one layer's forward in eval mode under ``torch.inference_mode``. Each step is
+built after one step at ``PRIME_SEQ_LEN`` tokens, so that one-time costs (kernel code paged in, thread
+pools, allocator arenas) are paid before the memory probe starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -18,11 +18,13 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
-from lra.bench.baselines import build_core
+from lra.bench.baselines import bench_names, build_core
+from lra.bench.isolation import run_all
 from lra.bench.timing import Failure, Step, measure_step
 
 ENCODER_VOCAB, ENCODER_CLASSES = 257, 10  # byte tokens + pad, as the Text task
 PRIME_SEQ_LEN = 64
+MEASUREMENT_FAILURES = ("oom", "timeout", "error")  # statuses after which longer lengths are skipped
 
 
 @dataclass(frozen=True)
@@ -77,14 +79,14 @@ class Measurement:
 
 
 def build_layer(config: BenchConfig, device: torch.device) -> attention_zoo.MultiHeadSelfAttention:
-    """``MultiHeadSelfAttention(dim, heads)`` around the configured core, on ``device``."""
-    head_dim = config.dim // config.heads
-    core = build_core(config.attention, head_dim, config.heads, config.seq_len, **config.options)
+    core = build_core(
+        config.attention, config.dim // config.heads, config.heads, config.seq_len, **config.options
+    )
     return attention_zoo.MultiHeadSelfAttention(config.dim, config.heads, core).to(device)
 
 
 def layer_step(config: BenchConfig, device: torch.device) -> Step:
-    """One attention layer: x (batch, n, dim) -> MultiHeadSelfAttention -> sum -> backward."""
+    """x (batch, n, dim) -> MultiHeadSelfAttention -> sum -> backward."""
     layer = build_layer(config, device)
     x = torch.randn(config.batch, config.seq_len, config.dim, device=device, requires_grad=True)
 
@@ -97,17 +99,14 @@ def layer_step(config: BenchConfig, device: torch.device) -> Step:
 
 
 def encoder_step(config: BenchConfig, device: torch.device) -> Step:
-    """The whole encoder: tokens (batch, n) -> LRAClassifier -> cross-entropy -> backward."""
+    """tokens (batch, n) -> LRAClassifier -> cross-entropy -> backward."""
     from lra.model import LRAClassifier
 
+    core = partial(build_core, config.attention, **config.options)
     model = LRAClassifier(
-        vocab_size=ENCODER_VOCAB,
-        num_classes=ENCODER_CLASSES,
-        seq_len=config.seq_len,
-        attention=partial(build_core, config.attention, **config.options),
-        dim=config.dim,
-        num_heads=config.heads,
-    ).to(device)
+        vocab_size=ENCODER_VOCAB, num_classes=ENCODER_CLASSES, seq_len=config.seq_len, attention=core,
+        dim=config.dim, num_heads=config.heads,
+    ).to(device)  # fmt: skip
     tokens = torch.randint(1, ENCODER_VOCAB, (config.batch, config.seq_len), device=device)
     lengths = torch.full((config.batch,), config.seq_len, device=device)
     labels = torch.randint(0, ENCODER_CLASSES, (config.batch,), device=device)
@@ -120,7 +119,7 @@ def encoder_step(config: BenchConfig, device: torch.device) -> Step:
 
 
 def inference_step(config: BenchConfig, device: torch.device) -> Step:
-    """One attention layer's forward in eval mode: x (batch, n, dim) -> (batch, n, dim), no autograd."""
+    """x (batch, n, dim) -> the layer in eval mode -> (batch, n, dim), no autograd."""
     layer = build_layer(config, device).eval()
     x = torch.randn(config.batch, config.seq_len, config.dim, device=device)
 
@@ -147,11 +146,16 @@ def primed_step(config: BenchConfig, device: torch.device) -> Step:
 
 
 def measure(config: BenchConfig) -> Measurement:
-    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps."""
+    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps; a row
+    of a published table whose attention is not registered says so."""
+    if config.attention not in bench_names():
+        return Measurement.failed(
+            config, Failure("not registered", f"no attention {config.attention!r} here")
+        )
     device = torch.device(config.device)
     timed = measure_step(
-        partial(primed_step, config, device), device, warmup=config.warmup, repeats=config.repeats,
-        budget_s=config.time_budget_s, threads=config.threads,
+        partial(primed_step, config, device), device, config.warmup, config.repeats, config.time_budget_s,
+        config.threads,
     )  # fmt: skip
     if isinstance(timed, Failure):
         return Measurement.failed(config, timed)
@@ -168,3 +172,35 @@ def format_progress(row: Measurement) -> str:
         else f"{row.status.upper()} {row.detail}"
     )
     return f"[{row.scope:7}] {row.name:10} n={row.seq_len:6} batch={row.batch}: {figures}"
+
+
+def stop_reason(row: Measurement, max_step_s: float | None) -> str | None:
+    """Why the longer lengths of ``row``'s attention (or label) and scope are skipped, or None."""
+    if row.status in MEASUREMENT_FAILURES:
+        return f"{row.status} at seq_len {row.seq_len}"
+    if max_step_s is not None and row.time_ms is not None and row.time_ms > 1000 * max_step_s:
+        took = f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len}"
+        return f"{took} (over --max-step-s {max_step_s:g})"
+    return None
+
+
+def sweep(
+    configs: Sequence[BenchConfig],
+    run_one: Callable[[BenchConfig], Measurement],
+    max_step_s: float | None = None,
+) -> list[Measurement]:
+    """``run_one`` of every config in order (lengths ascending), printing each row; after a ``stop_reason``
+    the longer configurations of that attention and scope are ``skipped`` rows."""
+    stopped: dict[tuple[str, str], str] = {}
+
+    def run_unless_stopped(config: BenchConfig) -> Measurement:
+        key = (config.scope, config.name)
+        if key in stopped:
+            return Measurement.failed(config, Failure("skipped", stopped[key]))
+        row = run_one(config)
+        reason = stop_reason(row, max_step_s)
+        if reason:
+            stopped[key] = reason
+        return row
+
+    return run_all(configs, run_unless_stopped, format_progress)

@@ -1,11 +1,11 @@
-"""The one runner of every benchmark: each configuration in this process or in a fresh interpreter.
+"""Where a benchmark measures each configuration: in this process or in a fresh interpreter.
 
-A ``Runner`` holds ``measure(config) -> row``, ``progress(row) -> str`` (its line on stdout) and, for
-subprocesses, ``failed(config, failure) -> row``. In a subprocess (``python -m lra.bench.isolation``,
-the pickled ``(measure, config)`` on stdin) no allocator cache from an earlier configuration shifts
-the peak memory, and an address-space limit turns a too-large configuration into an ``oom`` row
-instead of a swapping machine; no result within the timeout is ``timeout``, SIGKILL (the kernel's OOM
-killer) ``oom``, another non-zero exit ``error``. ``Isolation`` holds a run's choice of where.
+``Isolation.measure(measure, failed, config)`` runs ``measure(config) -> row`` in this process or, for
+``subprocess``, in ``python -m lra.bench.isolation`` (the pickled ``(measure, config)`` on stdin).
+There no allocator cache from an earlier configuration shifts the peak memory, and an address-space
+limit turns a too-large configuration into an ``oom`` row instead of a swapping machine; no result
+within the timeout is ``timeout``, SIGKILL (the kernel's OOM killer) ``oom``, another non-zero exit
+``error``, each made a row by ``failed(config, failure)``. ``run_all`` prints each row as it comes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import torch
 
@@ -75,34 +75,15 @@ def worker_main(argv: list[str]) -> None:
     args.result.write_bytes(pickle.dumps(measure(config)))
 
 
-@dataclass(frozen=True)
-class Runner(Generic[Config, Row]):
-    """How one benchmark measures a configuration, and where (``isolation``: ``inprocess`` or
-    ``subprocess`` with ``timeout_s`` and ``mem_limit_mb``)."""
-
-    measure: Callable[[Config], Row]
-    progress: Callable[[Row], str]
-    failed: Callable[[Config, Failure], Row] | None = None
-    isolation: str = "inprocess"
-    timeout_s: float = math.inf
-    mem_limit_mb: int | None = None
-
-    def __call__(self, config: Config) -> Row:
-        """The row of ``config``, measured where ``isolation`` says."""
-        if self.isolation == "inprocess":
-            return self.measure(config)
-        if self.failed is None:
-            raise ValueError("a Runner needs `failed` to run configurations in subprocesses")
-        result = run_isolated(self.measure, config, self.timeout_s, self.mem_limit_mb)
-        return self.failed(config, result) if isinstance(result, Failure) else result
-
-    def run_all(self, configs: Iterable[Config]) -> list[Row]:
-        """Every configuration in order, each row's progress line printed as it comes."""
-        rows = []
-        for config in configs:
-            rows.append(self(config))
-            print(self.progress(rows[-1]), flush=True)
-        return rows
+def run_all(
+    configs: Iterable[Config], run_one: Callable[[Config], Row], progress: Callable[[Row], str]
+) -> list[Row]:
+    """``run_one`` of every configuration in order, each row's ``progress`` line printed as it comes."""
+    rows = []
+    for config in configs:
+        rows.append(run_one(config))
+        print(progress(rows[-1]), flush=True)
+    return rows
 
 
 def available_memory_mb() -> int:
@@ -138,10 +119,10 @@ class Isolation:
     configuration ``inprocess`` or in a ``subprocess`` (``mode``) with ``timeout_s`` and ``mem_limit_mb``."""
 
     device: torch.device
-    threads: int | None
-    mode: str
-    timeout_s: float
-    mem_limit_mb: int | None
+    threads: int | None = None
+    mode: str = "inprocess"
+    timeout_s: float = math.inf
+    mem_limit_mb: int | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Isolation:
@@ -154,13 +135,14 @@ class Isolation:
             limit = math.floor(MEM_LIMIT_SHARE * available_memory_mb())
         return cls(device, args.threads, mode, args.timeout_s, limit)
 
-    def runner(
-        self,
-        measure: Callable[[Config], Row],
-        progress: Callable[[Row], str],
-        failed: Callable[[Config, Failure], Row],
-    ) -> Runner[Config, Row]:
-        return Runner(measure, progress, failed, self.mode, self.timeout_s, self.mem_limit_mb)
+    def measure(
+        self, measure: Callable[[Config], Row], failed: Callable[[Config, Failure], Row], config: Config
+    ) -> Row:
+        """The row of ``config``: ``measure(config)`` where ``mode`` says, or ``failed`` with why not."""
+        if self.mode == "inprocess":
+            return measure(config)
+        result = run_isolated(measure, config, self.timeout_s, self.mem_limit_mb)
+        return failed(config, result) if isinstance(result, Failure) else result
 
     def note(self) -> str:
         """How the configurations were isolated and threaded, for a page."""

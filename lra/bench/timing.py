@@ -43,8 +43,6 @@ class StepTimes:
 
 
 class CpuProbe:
-    """Peak RSS above the RSS at ``start`` (VmHWM reset through /proc/self/clear_refs)."""
-
     method, baseline = "peak RSS (VmHWM, reset via /proc/self/clear_refs)", "the RSS"
 
     def synchronize(self) -> None:
@@ -60,8 +58,6 @@ class CpuProbe:
 
 
 class CudaProbe:
-    """``max_memory_allocated`` above the bytes allocated at ``start``."""
-
     method, baseline = "torch.cuda.max_memory_allocated", "memory_allocated"
 
     def synchronize(self) -> None:
@@ -91,39 +87,33 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
 
 
-def time_steps(
-    step: Step, device: torch.device, warmup: int, repeats: int, budget_s: float | None = None
-) -> StepTimes:
-    """Probe, ``warmup`` untimed steps, then up to ``repeats`` timed ones (stop once past ``budget_s``)."""
-    probe = PROBES[device.type]()
-    probe.start()
-    for _ in range(warmup):
-        step()
-    times: list[float] = []
-    budget_ms = math.inf if budget_s is None else 1000 * budget_s
-    while len(times) < repeats and (not times or sum(times) < budget_ms):
-        probe.synchronize()
-        begin = time.perf_counter()
-        step()
-        probe.synchronize()
-        times.append(1000 * (time.perf_counter() - begin))
-    return StepTimes(times, probe.peak_mb())
-
-
 def measure_step(
     build: Callable[[], Step],
     device: torch.device,
-    *,
     warmup: int,
     repeats: int,
     budget_s: float | None = None,
     threads: int | None = None,
 ) -> StepTimes | Failure:
-    """``build()`` a step and ``time_steps`` it; an exception while building or stepping is a ``Failure``."""
+    """With ``threads`` torch threads (None: as they are), ``build()`` a step, start the probe, run
+    ``warmup`` untimed steps, then up to ``repeats`` timed ones (stop once past ``budget_s``); an
+    exception while building or stepping is a ``Failure``."""
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return time_steps(build(), device, warmup, repeats, budget_s)
+        step, probe = build(), PROBES[device.type]()
+        probe.start()
+        for _ in range(warmup):
+            step()
+        times: list[float] = []
+        budget_ms = math.inf if budget_s is None else 1000 * budget_s
+        while len(times) < repeats and (not times or sum(times) < budget_ms):
+            probe.synchronize()
+            begin = time.perf_counter()
+            step()
+            probe.synchronize()
+            times.append(1000 * (time.perf_counter() - begin))
+        return StepTimes(times, probe.peak_mb())
     except Exception as error:  # a failing configuration is a result, not a crash
         status = "oom" if is_out_of_memory(error) else "error"
         return Failure(status, f"{type(error).__name__}: {error}"[:300])
