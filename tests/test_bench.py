@@ -11,11 +11,18 @@ import torch
 import attention_zoo
 from lra.bench import efficiency, efficiency_paper, fidelity
 from lra.bench.__main__ import main
-from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, bench_names, build_core
-from lra.bench.efficiency_measure import BenchConfig, Measurement, measure, sweep
+from lra.bench.efficiency_measure import (
+    NAIVE,
+    BenchConfig,
+    Measurement,
+    NaiveSoftmaxAttention,
+    bench_names,
+    build_core,
+    measure,
+    sweep,
+)
 from lra.bench.fidelity_measure import checkpoint_core_inputs, relative_spectral_error
-from lra.bench.isolation import Isolation
-from lra.bench.timing import Failure
+from lra.bench.measuring import Failure, Isolation
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -125,7 +132,7 @@ def test_memory_growth_table_reads_ratios_over_eight_times_length():
         Measurement("a", n, 1, 1.0, mem, "ok")
         for n, mem in ((64, 2.0), (128, 3.0), (512, 16.0), (1024, 192.0))
     ]
-    text = efficiency.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
+    text = efficiency.scope_tables(rows, [64, 128, 512, 1024], repeats=1)
     assert "| a | ×8 | ×64 |" in text
 
 

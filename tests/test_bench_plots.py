@@ -9,9 +9,8 @@ import pytest
 from matplotlib.colors import to_hex
 
 import attention_zoo
-from lra.bench.baselines import bench_names
 from lra.bench.efficiency import efficiency_figure, stop_note
-from lra.bench.efficiency_measure import Measurement
+from lra.bench.efficiency_measure import Measurement, bench_names
 from lra.bench.fidelity import fidelity_figure
 from lra.bench.fidelity_measure import FidelityRow
 from lra.plotting import agg_pyplot, attention_color, text_problems

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from lra.bench.__main__ import main
-from lra.bench.isolation import Isolation
+from lra.bench.measuring import Isolation
 from lra.bench.train_speed import CSV_COLUMNS, ratio_to_reference
 from lra.bench.train_speed_measure import (
     HarnessStep,

@@ -10,16 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from types import ModuleType
 
 from lra.bench import compare, efficiency, fidelity, train_speed
 
-COMMANDS: dict[str, ModuleType] = {
-    "compare": compare,
-    "efficiency": efficiency,
-    "fidelity": fidelity,
-    "train-speed": train_speed,
-}
+COMMANDS = {"compare": compare, "efficiency": efficiency, "fidelity": fidelity, "train-speed": train_speed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,29 +1,29 @@
-"""``python -m lra.bench compare --against authors``: our cores against the authors' implementations.
-
-Each pair (``lra.bench.authors_cores``: the Skyformer authors' classes from a checkout, transformers'
-``LongformerSelfAttention``) is timed interleaved in one process and one thread
-(``lra.bench.interleaved``), at n = 4096 by default. glibc's malloc hands large freed buffers back to
-the OS, and each page of a new one is then mapped and zeroed on first touch, as often as the
-allocator's history makes it; ``--steady-heap`` makes malloc keep freed memory
-(``lra.memory.keep_freed_heap``), so the times are compute and memory traffic only.
+"""``python -m lra.bench compare --against authors``: our cores against the authors' implementations
+(``lra.bench.authors_cores``), forward+backward timed interleaved in one process and one thread, so that
+load from other processes falls on both alike. Per side: the step times, the minor page faults per step
+and the bytes the output's graph keeps for backward (a resident-set peak cannot separate two
+implementations in one process). ``--steady-heap`` makes glibc's malloc keep freed memory, so that no
+page of a new buffer is mapped and zeroed on first touch inside the times.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from lra.bench.authors_cores import authors_pairs, authors_provenance
-from lra.bench.interleaved import Comparison, compare
+from lra.bench.authors_cores import Function, Inputs, Pair, authors_pairs, authors_provenance
 from lra.bench.output import Outputs, number
-from lra.memory import keep_freed_heap
+from lra.memory import keep_freed_heap, minor_page_faults
 from lra.provenance import markdown_table
 
 HELP = "forward+backward of our cores against reference implementations, timed interleaved"
+SIDES = ("ours", "reference")
 CSV_COLUMNS = {
     "label": "", "length": "d", "ours_median_ms": ".2f", "reference_median_ms": ".2f", "time_ratio": ".3f",
     "fastest_ratio": ".3f", "ours_median_faults": ".0f", "reference_median_faults": ".0f",
@@ -51,6 +51,91 @@ class CompareSettings:
     rounds: int
     steady_heap: bool
     out: Path
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pair at one length: per side the median step (ms), the median minor page faults per step and
+    what its graph keeps (MB); ratios ours ÷ reference (of the fastest steps; the lowest and highest of a
+    round)."""
+
+    label: str
+    length: int
+    ours_median_ms: float
+    reference_median_ms: float
+    time_ratio: float
+    fastest_ratio: float
+    round_ratios: tuple[float, float]
+    ours_median_faults: float
+    reference_median_faults: float
+    ours_kept_mb: float
+    reference_kept_mb: float
+    kept_ratio: float | None
+
+
+def saved_tensor_bytes(run: Callable[[], torch.Tensor], exclude: Iterable[torch.Tensor] = ()) -> int:
+    """Bytes of the tensors that the graph of ``run()``'s output keeps for backward: each storage once (a
+    tensor saved twice, or views of one), none of ``exclude`` (inputs, weights), nothing of a branch
+    dropped before ``run`` returns (a detached ``amax``: the walk starts at the output)."""
+    excluded = {t.untyped_storage().data_ptr() for t in exclude}
+    storages: dict[int, int] = {}
+    pending, seen = [run().grad_fn], set()
+    while pending:
+        node = pending.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        pending += [next_node for next_node, _ in node.next_functions]
+        for name in dir(node):  # a built-in node's _saved_* attributes, a custom Function's saved_tensors
+            if name.startswith("_saved_") or name == "saved_tensors":
+                value = getattr(node, name)
+                for item in value if isinstance(value, (tuple, list)) else (value,):
+                    storage = item.untyped_storage() if isinstance(item, torch.Tensor) else None
+                    if storage is not None and storage.data_ptr() not in excluded:
+                        storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+def forward_backward(function: Function, inputs: Inputs) -> Callable[[], None]:
+    """A step: the output of ``function(*inputs)``, then the gradients of its sum to the float inputs."""
+    differentiable = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+
+    def step() -> None:
+        torch.autograd.grad(function(*inputs).sum(), differentiable)
+
+    return step
+
+
+def compare(pair: Pair, length: int, rounds: int, warmup: int) -> Comparison:
+    """``rounds`` interleaved steps of each side after ``warmup`` of each; what each keeps for backward."""
+    inputs = pair.make_inputs()
+    functions = {"ours": pair.ours, "reference": pair.reference}
+    steps = {side: forward_backward(function, inputs) for side, function in functions.items()}
+    kept = {t for t in inputs if isinstance(t, torch.Tensor)} | set(pair.weights)
+    saved = {
+        side: saved_tensor_bytes(lambda function=function: function(*inputs), kept) / 2**20
+        for side, function in functions.items()
+    }
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times: dict[str, list[float]] = {side: [] for side in SIDES}
+    faults: dict[str, list[int]] = {side: [] for side in SIDES}
+    for round_index in range(rounds):
+        for side in SIDES if round_index % 2 == 0 else SIDES[::-1]:
+            before = minor_page_faults()
+            begin = time.perf_counter()
+            steps[side]()
+            times[side].append(1000 * (time.perf_counter() - begin))
+            faults[side].append(minor_page_faults() - before)
+    median = {side: statistics.median(times[side]) for side in SIDES}
+    ratios = [ours / reference for ours, reference in zip(times["ours"], times["reference"], strict=True)]
+    return Comparison(
+        pair.label, length, median["ours"], median["reference"], median["ours"] / median["reference"],
+        min(times["ours"]) / min(times["reference"]), (min(ratios), max(ratios)),
+        statistics.median(faults["ours"]), statistics.median(faults["reference"]), saved["ours"],
+        saved["reference"], saved["ours"] / saved["reference"] if saved["reference"] else None,
+    )  # fmt: skip
 
 
 def comparison_row(result: Comparison) -> list[str]:
@@ -84,18 +169,15 @@ def page(settings: CompareSettings, results: Sequence[Comparison]) -> tuple[str,
         else "Allocator: glibc's default (large freed buffers go back to the OS; page faults on new ones "
         "count in the times and vary with the allocator's history; `--steady-heap` removes them)."
     )
-    return (
-        "Our cores against authors",
-        [method, heap],
-        [markdown_table(HEADER, [comparison_row(r) for r in results])],
-    )
+    table = markdown_table(HEADER, [comparison_row(r) for r in results])
+    return "Our cores against authors", [method, heap], [table]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--against", choices=("authors",), required=True)
     add("--authors-code", help="a checkout of github.com/pkuzengqi/Skyformer")
-    add("--cores", nargs="+", default=None, help="a subset of the cores (default: all)")
+    add("--cores", nargs="+", help="a subset of the cores (default: all)")
     add("--lengths", type=int, nargs="+", default=[4096], help="default: 4096")
     add("--batch", type=int, default=4)
     add("--heads", type=int, default=2)
@@ -103,11 +185,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--threads", type=int, default=1)
     add("--warmup", type=int, default=2)
     add("--rounds", type=int, default=9)
-    add(
-        "--steady-heap",
-        action="store_true",
-        help="keep freed memory in the C heap (glibc): times without page faults; writes *_steady_heap_*",
-    )
+    add("--steady-heap", action="store_true", help="glibc keeps freed memory: times without page faults")
     add("--out", type=Path, default=Path("results"), help="folder for compare_authors_cpu.*")
 
 

@@ -1,10 +1,8 @@
-"""``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length.
+"""``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length
+(each configuration: ``lra.bench.efficiency_measure``).
 
-Each configuration (``lra.bench.efficiency_measure``) is warmed up, then timed ``--repeats`` times
-(fewer once they add up to ``--time-budget-s``); the median is kept, and the peak memory above a
-baseline taken after a priming step; on CPU each runs in a fresh subprocess by default. Writes
-``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios to the
-baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``;
+Writes ``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios
+to the baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``;
 with ``--paper``, that table's own setting in its layout (``lra.bench.efficiency_paper``).
 """
 
@@ -18,12 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lra.bench import efficiency_paper
-from lra.bench.baselines import NAIVE, bench_names
-from lra.bench.efficiency_measure import PRIME_SEQ_LEN, WORKLOADS, BenchConfig, Measurement, measure, sweep
-from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow, PaperTable
-from lra.bench.isolation import Isolation, add_run_arguments
+from lra.bench.efficiency_measure import (
+    NAIVE,
+    PRIME_SEQ_LEN,
+    WORKLOADS,
+    BenchConfig,
+    Measurement,
+    bench_names,
+    measure,
+    sweep,
+)
+from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
+from lra.bench.measuring import PROBES, Isolation, add_run_arguments
 from lra.bench.output import Outputs, failures, log_log, panel_grid
-from lra.bench.timing import PROBES
 from lra.plotting import attention_color, legend_below
 from lra.provenance import markdown_table
 
@@ -35,14 +40,9 @@ DEFAULTS = {
     "lengths": (512, 1024, 2048, 4096, 8192, 16384), "scopes": ("layer", "encoder"), "batch": 1, "dim": 64,
     "heads": 2,
 }  # fmt: skip
-CSV_COLUMNS = {
-    "attention": "",
-    "seq_len": "",
-    "batch": "",
-    "time_ms": ".3f",
-    "peak_mem_mb": ".2f",
-    "status": "",
-}
+CSV_COLUMNS = {  # attribute -> format
+    "attention": "", "seq_len": "", "batch": "", "time_ms": ".3f", "peak_mem_mb": ".2f", "status": ""
+}  # fmt: skip
 BASELINES = ("standard", NAIVE)
 BASELINE_POINT = (
     "after the model and inputs were built and one step of the same workload at "
@@ -53,10 +53,10 @@ PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory 
 
 @dataclass(frozen=True)
 class EfficiencySettings:
-    """A run: ``rows`` (what is measured) at ``lengths`` in each of ``scopes``, the model's shape, the
-    timing, where (``run``) and the output folder; ``paper``: the published table it measures, if any."""
+    """A run: ``rows`` at ``lengths`` in each of ``scopes``, the model's shape, the timing, where (``run``),
+    the output folder; ``paper``: the published table it measures, if any."""
 
-    rows: tuple[PaperRow, ...]
+    rows: tuple[BenchConfig, ...]  # each attention with its options and label; the others unset
     lengths: tuple[int, ...]
     scopes: tuple[str, ...]
     batch: int
@@ -73,31 +73,18 @@ class EfficiencySettings:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add(
-        "--paper",
-        choices=sorted(PAPER_TABLES),
-        default=None,
-        help="measure a published table's own setting and rows (lra.bench.efficiency_paper)",
-    )
-    add("--attentions", nargs="+", default=None, help="default: every core and the naive baseline")
-    add("--lengths", nargs="+", type=int, default=None, help=f"default: {DEFAULTS['lengths']}")
-    add("--scopes", nargs="+", choices=sorted(WORKLOADS), default=None, help="default: layer encoder")
+    add("--paper", choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows")
+    add("--attentions", nargs="+", help="default: every core and the naive baseline")
+    add("--lengths", nargs="+", type=int, help=f"default: {DEFAULTS['lengths']}")
+    add("--scopes", nargs="+", choices=sorted(WORKLOADS), help="default: layer encoder")
     for option in ("batch", "dim", "heads"):
-        add(f"--{option}", type=int, default=None, help=f"default: {DEFAULTS[option]}")
+        add(f"--{option}", type=int, help=f"default: {DEFAULTS[option]}")
     add("--warmup", type=int, default=1)
     add("--repeats", type=int, default=5)
     add(
-        "--time-budget-s",
-        type=float,
-        default=30.0,
-        help="stop repeating once the timed steps of a configuration add up to this (at least one is timed)",
+        "--time-budget-s", type=float, default=30.0, help="stop repeating once the timed steps add up to this"
     )
-    add(
-        "--max-step-s",
-        type=float,
-        default=None,
-        help="skip the longer lengths of an attention once one of its steps took longer than this",
-    )
+    add("--max-step-s", type=float, help="skip an attention's longer lengths once one step took longer")
     add_run_arguments(parser, timeout_s=300)
     add("--out", type=Path, default=Path("results"))
 
@@ -116,7 +103,7 @@ def settings_from(args: argparse.Namespace) -> EfficiencySettings:
     chosen = {**DEFAULTS, **(paper.settings if paper else {}), **given}
     if chosen["dim"] % chosen["heads"]:
         raise ValueError(f"--dim ({chosen['dim']}) must be divisible by --heads ({chosen['heads']})")
-    rows = paper.rows if paper else tuple(PaperRow("", name, {}) for name in args.attentions or bench_names())
+    rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.attentions or bench_names())
     return EfficiencySettings(
         rows, tuple(sorted(chosen["lengths"])), tuple(chosen["scopes"]), chosen["batch"], chosen["dim"],
         chosen["heads"], args.warmup, args.repeats, args.time_budget_s, args.max_step_s,
@@ -125,25 +112,26 @@ def settings_from(args: argparse.Namespace) -> EfficiencySettings:
 
 
 def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
-    """Every row of ``settings`` at each of its lengths, in ``scope``."""
-    base = BenchConfig(
-        "", 0, settings.batch, scope, settings.dim, settings.heads, settings.warmup, settings.repeats,
-        str(settings.run.device), settings.run.threads, settings.time_budget_s,
-    )  # fmt: skip
-    return [
-        replace(base, attention=row.attention, options=dict(row.options), label=row.label, seq_len=n)
-        for row in settings.rows
-        for n in settings.lengths
-    ]
+    """Every row of ``settings`` at each of its lengths, in ``scope``, with the run's shape and timing."""
+    run = {
+        "batch": settings.batch, "scope": scope, "dim": settings.dim, "heads": settings.heads,
+        "warmup": settings.warmup, "repeats": settings.repeats, "device": str(settings.run.device),
+        "time_budget_s": settings.time_budget_s,
+    }  # fmt: skip
+    return [replace(row, seq_len=n, **run) for row in settings.rows for n in settings.lengths]
 
 
-def scope_tables(
-    rows: Sequence[Measurement], lengths: Sequence[int], attentions: Sequence[str], repeats: int
-) -> str:
+def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: int) -> str:
     """Markdown: time, memory, ratios to both baselines and memory growth for one scope."""
     table = {(row.attention, row.seq_len): row for row in rows}
+    attentions = list(dict.fromkeys(row.attention for row in rows))
 
-    def cell(name: str, n: int, field: str) -> str:
+    def measured(*keys: tuple[str, int]) -> list[Measurement]:
+        """The rows of ``keys``, or none unless every one is ``ok``."""
+        found = [table.get(key) for key in keys]
+        return found if all(row is not None and row.status == "ok" for row in found) else []
+
+    def figure(name: str, n: int, field: str) -> str:
         row = table.get((name, n))
         if row is None or row.status != "ok":
             return "" if row is None else row.status
@@ -152,32 +140,27 @@ def scope_tables(
 
     def ratios(name: str, n: int, baseline: str) -> str:
         """The baseline's time and memory ÷ this row's (``×k`` = k times less), or '—'."""
-        row, base = table.get((name, n)), table.get((baseline, n))
-        ok = row is not None and base is not None and row.status == base.status == "ok"
-        cells = (
-            f"×{getattr(base, f) / getattr(row, f):.3g}" if ok and getattr(row, f) > 0 else "—"
+        base, row = measured((baseline, n), (name, n)) or (None, None)
+        cells = [
+            f"×{getattr(base, f) / getattr(row, f):.3g}" if row and getattr(row, f) > 0 else "—"
             for f in PLOTTED
-        )
-        return "" if row is None else " / ".join(cells)
+        ]
+        return " / ".join(cells) if (name, n) in table else ""
 
-    def growth(name: str, short: int, long: int) -> str:
-        a, b = table.get((name, short)), table.get((name, long))
-        ok = a is not None and b is not None and a.status == b.status == "ok" and a.peak_mem_mb > 0
-        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if ok else "—"
+    def growth(name: str, short: int, n: int) -> str:
+        a, b = measured((name, short), (name, n)) or (None, None)
+        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if a and a.peak_mem_mb > 0 else "—"
 
+    fills = {
+        "Time per forward+backward (ms, median):": partial(figure, field="time_ms"),
+        "Peak memory above baseline (MB):": partial(figure, field="peak_mem_mb"),
+        **{f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):":
+           partial(ratios, baseline=baseline) for baseline in BASELINES},
+    }  # fmt: skip
     header = ["attention", *(f"n={n}" for n in lengths)]
     parts = []
-    for title, field in (("Time per forward+backward (ms, median):", "time_ms"),
-                         ("Peak memory above baseline (MB):", "peak_mem_mb")):  # fmt: skip
-        parts += [
-            title,
-            markdown_table(header, [[a, *(cell(a, n, field) for n in lengths)] for a in attentions]),
-        ]
-    for baseline in BASELINES:
-        parts += [
-            f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):",
-            markdown_table(header, [[a, *(ratios(a, n, baseline) for n in lengths)] for a in attentions]),
-        ]
+    for title, fill in fills.items():
+        parts += [title, markdown_table(header, [[a, *(fill(a, n) for n in lengths)] for a in attentions])]
     pairs = [(n // 8, n) for n in lengths if n // 8 in lengths and n % 8 == 0]
     if pairs:
         growth_rows = [[a, *(growth(a, s, n) for s, n in pairs)] for a in attentions]
@@ -219,10 +202,7 @@ def page(
         method_note(settings),
     ]
     sections = [
-        f"## {scope}\n\n"
-        + scope_tables(
-            rows, settings.lengths, list(dict.fromkeys(r.attention for r in rows)), settings.repeats
-        )
+        f"## {scope}\n\n" + scope_tables(rows, settings.lengths, settings.repeats)
         for scope, rows in rows_by_scope.items()
     ]
     sections.append("## Published, for comparison\n\n" + efficiency_paper.published_section())
@@ -279,13 +259,11 @@ def figure(rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySett
 
 
 def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
-    paper, device = settings.paper, settings.run.device
-    outputs = Outputs.start(
-        settings.out, paper.stem if paper else "efficiency", device, ["efficiency", *argv]
-    )
+    paper, stem = settings.paper, settings.paper.stem if settings.paper else "efficiency"
+    outputs = Outputs.start(settings.out, stem, settings.run.device, ["efficiency", *argv])
+    run_one = partial(settings.run.measure, measure, Measurement.failed)
     rows_by_scope: dict[str, list[Measurement]] = {}
     for scope in settings.scopes:
-        run_one = partial(settings.run.measure, measure, Measurement.failed)
         rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
         rows_by_scope[scope] = rows
         if paper:  # a published table's one workload, its rows named by its labels

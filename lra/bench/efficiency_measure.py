@@ -1,30 +1,71 @@
-"""One configuration of the efficiency benchmark (``BenchConfig``): its workload's step, its
+"""One configuration of the efficiency benchmark (``BenchConfig``): its core, its workload's step, its
 ``Measurement`` row, and the sweep over lengths that skips what cannot finish.
 
-Workloads (``scope``): ``layer`` = forward+backward of one ``MultiHeadSelfAttention`` on (batch, n, dim);
-``encoder`` = forward+backward of ``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy
-loss; ``inference`` = one layer's forward in eval mode under ``torch.inference_mode``. Each step is
-built after one step at ``PRIME_SEQ_LEN`` tokens, so that one-time costs (kernel code paged in, thread
-pools, allocator arenas) are paid before the memory probe starts.
+Cores: the registry's, and ``naive``: the papers' Transformer, softmax with the (seq, seq) scores held
+(``standard`` may run a fused kernel that never holds them). Workloads (``scope``): ``layer`` =
+forward+backward of one ``MultiHeadSelfAttention`` on (batch, n, dim); ``encoder`` = the same of
+``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy loss; ``inference`` = one layer's
+forward in eval mode. Each step is built after one at ``PRIME_SEQ_LEN`` tokens, so that one-time costs
+(kernel code paged in, thread pools, allocator arenas) are paid before the memory probe starts.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import attention_zoo
-from lra.bench.baselines import bench_names, build_core
-from lra.bench.isolation import run_all
-from lra.bench.timing import Failure, Step, measure_step
+from attention_zoo.masking import check_inputs, key_padding_bias
+from lra.bench.measuring import Failure, Step, measure_step, run_all
 
+NAIVE = "naive"
 ENCODER_VOCAB, ENCODER_CLASSES = 257, 10  # byte tokens + pad, as the Text task
 PRIME_SEQ_LEN = 64
 MEASUREMENT_FAILURES = ("oom", "timeout", "error")  # statuses after which longer lengths are skipped
+
+
+class NaiveSoftmaxAttention(nn.Module):
+    """softmax(QKᵀ/√d + key-padding bias) V, the scores held as a (B, H, N, N) tensor:
+    q, k, v (B, H, N, D), mask (B, N) bool or None -> (B, H, N, D)."""
+
+    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int) -> None:
+        super().__init__()
+        self.scale = 1.0 / math.sqrt(head_dim)
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        check_inputs(q, k, v, mask)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale  # (B, H, N, N)
+        bias = key_padding_bias(mask, scores.dtype)
+        if bias is not None:
+            scores = scores + bias
+        return torch.matmul(scores.softmax(dim=-1), v)
+
+
+BENCH_CORES: dict[str, type[nn.Module]] = {NAIVE: NaiveSoftmaxAttention}
+
+
+def bench_names() -> list[str]:
+    """Every name the benchmarks accept: the registry's cores, then the bench-local baselines."""
+    return [*attention_zoo.available(), *BENCH_CORES]
+
+
+def build_core(name: str, head_dim: int, num_heads: int, seq_len: int, **options) -> nn.Module:
+    """A registry core or a bench-local baseline: ``core(q, k, v, mask) -> out`` (B, H, N, D)."""
+    if name in BENCH_CORES:
+        if options:
+            raise ValueError(f"benchmark baseline {name!r} takes no options, got {sorted(options)}")
+        return BENCH_CORES[name](head_dim=head_dim, num_heads=num_heads, seq_len=seq_len)
+    return attention_zoo.build_attention(
+        name, head_dim=head_dim, num_heads=num_heads, seq_len=seq_len, **options
+    )
 
 
 @dataclass(frozen=True)
@@ -41,7 +82,6 @@ class BenchConfig:
     warmup: int = 1
     repeats: int = 5
     device: str = "cpu"
-    threads: int | None = None
     time_budget_s: float | None = None
     options: dict[str, object] = field(default_factory=dict)
     label: str = ""
@@ -130,11 +170,7 @@ def inference_step(config: BenchConfig, device: torch.device) -> Step:
     return step
 
 
-WORKLOADS: dict[str, Callable[[BenchConfig, torch.device], Step]] = {
-    "layer": layer_step,
-    "encoder": encoder_step,
-    "inference": inference_step,
-}
+WORKLOADS = {"layer": layer_step, "encoder": encoder_step, "inference": inference_step}  # scope -> step
 
 
 def primed_step(config: BenchConfig, device: torch.device) -> Step:
@@ -153,10 +189,8 @@ def measure(config: BenchConfig) -> Measurement:
             config, Failure("not registered", f"no attention {config.attention!r} here")
         )
     device = torch.device(config.device)
-    timed = measure_step(
-        partial(primed_step, config, device), device, config.warmup, config.repeats, config.time_budget_s,
-        config.threads,
-    )  # fmt: skip
+    build = partial(primed_step, config, device)
+    timed = measure_step(build, device, config.warmup, config.repeats, config.time_budget_s)
     if isinstance(timed, Failure):
         return Measurement.failed(config, timed)
     return Measurement(

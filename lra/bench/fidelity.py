@@ -1,12 +1,9 @@
 """``python -m lra.bench fidelity``: how close each approximate attention's output is to its exact
-counterpart's (Skyformer, Figure 1).
+counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``).
 
-For every core whose registry entry names the exact attention it ``approximates``: the relative
-spectral-norm error of its output (``lra.bench.fidelity_measure``), against the core's budget (its
-registry ``budget_option``) and the length, on random Q, K, V or, with ``--checkpoint``, on those of a
-trained model. Cores keep their defaults but for ``--set``; cores with trainable parameters (Linformer's
-projections) approximate nothing untrained and are left out. Writes ``fidelity_cpu.csv``, the page
-``fidelity_cpu.md`` (a table per input source) and the plot ``fidelity_cpu.png``.
+Cores keep their defaults but for ``--set``; cores with trainable parameters (Linformer's projections)
+approximate nothing untrained and are left out. Writes ``fidelity_cpu.csv``, the page
+``fidelity_cpu.md`` (a table per input source: random, ``--checkpoint``) and the plot ``fidelity_cpu.png``.
 """
 
 from __future__ import annotations
@@ -43,9 +40,8 @@ CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(Fidel
 
 @dataclass(frozen=True)
 class FidelitySettings:
-    """A run: the lengths and budgets, the random inputs (``seeds``, ``batch``, ``heads`` of
-    ``head_dim``), the core options (``overrides`` as given, ``options`` parsed: name -> option ->
-    value), the trained model whose Q, K, V are also measured (``checkpoint``), the output folder."""
+    """A run: lengths, budgets, the random inputs, the core options (``overrides`` as given, ``options``
+    parsed: name -> option -> value), the trained model whose Q, K, V are also measured, the output folder."""
 
     lengths: tuple[int, ...]
     budgets: tuple[int, ...]
@@ -81,7 +77,6 @@ def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``python -m lra.bench fidelity``."""
     add = parser.add_argument
     add("--lengths", nargs="+", type=int, default=list(DEFAULT_LENGTHS))
     add("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
@@ -89,14 +84,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--batch", type=int, default=1, help="random inputs per seed")
     add("--heads", type=int, default=2)
     add("--head-dim", type=int, default=32)
-    add(
-        "--set",
-        action="append",
-        metavar="NAME.OPTION=VALUE",
-        help=f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})",
-    )
-    add("--checkpoint", type=Path, default=None, help="a Lightning checkpoint of the harness")
-    add("--data-root", type=Path, default=None, help="prepared data root for --checkpoint")
+    overrides = f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})"
+    add("--set", action="append", metavar="NAME.OPTION=VALUE", help=overrides)
+    add("--checkpoint", type=Path, help="a Lightning checkpoint of the harness")
+    add("--data-root", type=Path, help="prepared data root for --checkpoint")
     add("--checkpoint-batch", type=int, default=8, help="validation examples for --checkpoint")
     add("--out", type=Path, default=Path("results"))
 
@@ -152,10 +143,8 @@ def page(
         f"Random inputs: standard normal Q, K, V, batch {settings.batch}, one draw per seed. Options other "
         f"than the budget: paper defaults, with overrides {list(settings.overrides)}."
     )
-    checkpoint = (
-        f"- checkpoint: `{settings.checkpoint}` (Q, K, V of every attention layer on a validation batch)"
-    )
-    notes = [checkpoint] if settings.checkpoint else []
+    checkpoint = f"`{settings.checkpoint}` (Q, K, V of every attention layer on a validation batch)"
+    notes = [f"- checkpoint: {checkpoint}"] if settings.checkpoint else []
     sections = ["\n".join(["Left out:", *(f"- {note}" for note in left_out)])] if left_out else []
     for source in dict.fromkeys(row.source for row in rows):
         table = source_tables([r for r in rows if r.source == source], settings.lengths)
@@ -166,9 +155,8 @@ def page(
 def fidelity_figure(
     rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int], where: str
 ) -> Figure:
-    """Log–log, one row of panels per input source: error (mean ± std) against budget at the longest
-    length, and error against length at the middle budget; a core without a budget is a dashed level
-    line in the first panel and its defaults in the second. Non-finite errors are not drawn."""
+    """Log–log, a row of panels per input source: error (mean ± std) against budget at the longest length,
+    error against length at the middle budget (a core without a budget: dashed, its defaults)."""
     rows = [r for r in rows if math.isfinite(r.error_mean) and r.error_mean > 0]  # log axes
     sources = list(dict.fromkeys(row.source for row in rows))
     names = list(dict.fromkeys(row.attention for row in rows))

@@ -15,11 +15,12 @@ from pathlib import Path
 import torch
 
 import attention_zoo
-from lra.bench.isolation import run_all
+from lra.bench.measuring import run_all
 from lra.summary_json import SUMMARY_FILE
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # each (batch, heads, seq, head_dim)
 Trial = tuple[QKV, list[int]]  # inputs and the seeds of the cores' own randomness to run them under
+Captured = list[tuple[QKV, torch.Tensor | None]]  # per attention layer: q, k, v and the mask (batch, seq)
 
 
 @dataclass(frozen=True)
@@ -43,21 +44,15 @@ def relative_spectral_error(approx: torch.Tensor, exact: torch.Tensor) -> torch.
     return difference / torch.linalg.matrix_norm(exact.double(), ord=2)
 
 
-def trainable_parameters(name: str, options: dict[str, object], head_dim: int, num_heads: int) -> int:
-    core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=num_heads, seq_len=64, **options)
-    return sum(p.numel() for p in core.parameters() if p.requires_grad)
-
-
 def measured_cores(
-    overrides: dict[str, dict[str, object]], head_dim: int, num_heads: int
+    overrides: dict[str, dict[str, object]], head_dim: int, heads: int
 ) -> tuple[list[str], list[str]]:
-    """(approximate cores to measure, notes on the approximate cores left out and why)."""
+    """(approximate cores to measure, notes on those left out: cores with trainable parameters)."""
     measured, left_out = [], []
-    for name in attention_zoo.available():
-        if attention_zoo.spec(name).approximates is None:
-            continue
-        count = trainable_parameters(name, overrides.get(name, {}), head_dim, num_heads)
-        if count:
+    for name in [name for name in attention_zoo.available() if attention_zoo.spec(name).approximates]:
+        options = overrides.get(name, {})
+        core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=heads, seq_len=64, **options)
+        if count := sum(p.numel() for p in core.parameters() if p.requires_grad):
             left_out.append(
                 f"`{name}`: {count} trainable parameters at seq_len 64 (learned, not a fixed approximation)"
             )
@@ -141,34 +136,6 @@ def sweep(
     return rows
 
 
-def capture_core_inputs(
-    model: torch.nn.Module, run_model: Callable[[], object]
-) -> list[tuple[QKV, torch.Tensor | None]]:
-    """(q, k, v) and mask reaching each attention core of ``model`` during ``run_model()``, in call order."""
-    captured: list[tuple[QKV, torch.Tensor | None]] = []
-
-    def hook(module: torch.nn.Module, args: tuple) -> None:
-        q, k, v, *rest = args
-        captured.append(((q.detach(), k.detach(), v.detach()), rest[0] if rest else None))
-
-    handles = [
-        layer.core.register_forward_pre_hook(hook)
-        for layer in model.modules()
-        if isinstance(layer, attention_zoo.MultiHeadSelfAttention)
-    ]
-    if not handles:
-        raise ValueError(
-            "the model has no attention_zoo.MultiHeadSelfAttention layer to capture Q, K, V from"
-        )
-    try:
-        with torch.no_grad():
-            run_model()
-    finally:
-        for handle in handles:
-            handle.remove()
-    return captured
-
-
 def run_config(checkpoint: Path) -> dict:
     """The resolved config of the run that wrote ``checkpoint``, from the run folder's summary.json."""
     for folder in (checkpoint.parent, checkpoint.parent.parent):
@@ -180,10 +147,9 @@ def run_config(checkpoint: Path) -> dict:
     )
 
 
-def checkpoint_core_inputs(
-    checkpoint: Path, data_root: Path | None, count: int
-) -> list[tuple[QKV, torch.Tensor | None]]:
-    """Q, K, V and mask at every attention core of a trained harness model on ``count`` validation inputs."""
+def checkpoint_core_inputs(checkpoint: Path, data_root: Path | None, count: int) -> Captured:
+    """Q, K, V and mask reaching every attention core of a trained harness model, in call order, on
+    ``count`` validation inputs."""
     from omegaconf import OmegaConf
 
     from lra.train import build_datamodule, build_module
@@ -201,16 +167,30 @@ def checkpoint_core_inputs(
     datamodule = build_datamodule(cfg)
     datamodule.setup("validate")
     tokens, lengths, _ = next(iter(datamodule.val_dataloader()))
-    model = module.model.eval()
-    return capture_core_inputs(model, lambda: model(tokens, lengths))
+    captured: Captured = []
+
+    def hook(core: torch.nn.Module, args: tuple) -> None:
+        q, k, v, *rest = args
+        captured.append(((q.detach(), k.detach(), v.detach()), rest[0] if rest else None))
+
+    layers = [
+        layer for layer in module.model.modules() if isinstance(layer, attention_zoo.MultiHeadSelfAttention)
+    ]
+    if not layers:
+        raise ValueError(
+            "the model has no attention_zoo.MultiHeadSelfAttention layer to capture Q, K, V from"
+        )
+    handles = [layer.core.register_forward_pre_hook(hook) for layer in layers]
+    with torch.no_grad():
+        module.model.eval()(tokens, lengths)
+    for handle in handles:
+        handle.remove()
+    return captured
 
 
-def checkpoint_trials(
-    captured: Sequence[tuple[QKV, torch.Tensor | None]], seq_len: int, seeds: Sequence[int]
-) -> list[Trial]:
-    """Per captured layer, the first ``seq_len`` positions of the sequences with at least that many
-    real tokens, (eligible, heads, seq_len, head_dim) each, run under every seed; layers without such a
-    sequence are dropped."""
+def checkpoint_trials(captured: Captured, seq_len: int, seeds: Sequence[int]) -> list[Trial]:
+    """Per captured layer, the first ``seq_len`` positions of its sequences with at least that many real
+    tokens, (eligible, heads, seq_len, head_dim) each, under every seed; a layer without one is dropped."""
     trials = []
     for (q, k, v), mask in captured:
         lengths = mask.sum(-1) if mask is not None else torch.full((q.shape[0],), q.shape[2])

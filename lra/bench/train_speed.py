@@ -1,10 +1,6 @@
-"""``python -m lra.bench train-speed``: how long a full harness training step takes per task × attention.
-
-For each task at its real shape and each attention, the module of ``python -m lra task=T attention=A
-[--overrides ...]`` is trained on a random batch (``lra.bench.train_speed_measure``); the median of
-``--steps`` timed steps after ``--warmup`` untimed ones is projected to the config's
-``trainer.max_steps``, beside the Skyformer paper's Table 2. On CPU each configuration runs in a fresh
-subprocess by default. Writes ``train_speed_<device>.csv`` and the page ``train_speed_<device>.md``.
+"""``python -m lra.bench train-speed``: how long a full harness training step takes per task × attention
+(``lra.bench.train_speed_measure``), projected to the config's ``trainer.max_steps`` beside the Skyformer
+paper's Table 2. Writes ``train_speed_<device>.csv`` and the page ``train_speed_<device>.md``.
 """
 
 from __future__ import annotations
@@ -17,9 +13,8 @@ from pathlib import Path
 
 import attention_zoo
 from lra.bench import train_speed_measure
-from lra.bench.isolation import Isolation, add_run_arguments, run_all
+from lra.bench.measuring import PROBES, Isolation, add_run_arguments, run_all
 from lra.bench.output import Outputs, failures, number
-from lra.bench.timing import PROBES
 from lra.bench.train_speed_measure import TrainSpeedRow, paper_hours
 from lra.provenance import markdown_table
 from lra.published_numbers import RUN_COST_PAPER, TASKS
@@ -61,11 +56,8 @@ class TrainSpeedSettings:
 def ratio_to_reference(row: TrainSpeedRow, rows: Sequence[TrainSpeedRow]) -> str:
     """``ours / paper``: this attention's step time ÷ ``standard``'s on the same task, and Table 2's."""
     reference = next((r for r in rows if r.task == row.task and r.attention == REFERENCE), None)
-    ours = (
-        number(row.step_ms / reference.step_ms, ".2f")
-        if row.step_ms is not None and reference is not None and reference.step_ms is not None
-        else "—"
-    )
+    measured = row.step_ms is not None and reference is not None and reference.step_ms is not None
+    ours = f"{row.step_ms / reference.step_ms:.2f}" if measured else "—"
     mine, theirs = paper_hours(row.attention, row.task), paper_hours(REFERENCE, row.task)
     paper = f"{mine / theirs:.2f}" if mine is not None and theirs is not None else "—"
     return f"{ours} / {paper}"
@@ -121,31 +113,24 @@ def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[s
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``python -m lra.bench train-speed``."""
     add = parser.add_argument
     add("--tasks", nargs="+", default=list(TASKS))
-    add("--attentions", nargs="+", default=None, help="default: every registered attention")
-    add("--steps", type=int, default=None, help="timed steps (default: 3 on CPU, 20 on CUDA)")
-    add("--warmup", type=int, default=None, help="untimed steps first (default: 1 CPU, 5 CUDA)")
-    add(
-        "--overrides",
-        nargs="+",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra Hydra overrides of every configuration, as `python -m lra` takes them "
-        "(e.g. experiment=skyformer features=128 task.seq_len=256)",
+    add("--attentions", nargs="+", help="default: every registered attention")
+    add("--steps", type=int, help="timed steps (default: 3 on CPU, 20 on CUDA)")
+    add("--warmup", type=int, help="untimed steps first (default: 1 CPU, 5 CUDA)")
+    overrides = (
+        "Hydra overrides of every configuration (e.g. experiment=skyformer features=128 task.seq_len=256)"
     )
+    add("--overrides", nargs="+", default=[], metavar="KEY=VALUE", help=overrides)
     add_run_arguments(parser, timeout_s=900)
     add("--out", type=Path, default=Path("results"))
 
 
 def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
     run = Isolation.from_args(args)
-    steps, warmup = DEFAULT_STEPS[run.device.type]
-    steps, warmup = (
-        args.steps if args.steps is not None else steps,
-        args.warmup if args.warmup is not None else warmup,
-    )
+    default_steps, default_warmup = DEFAULT_STEPS[run.device.type]
+    steps = default_steps if args.steps is None else args.steps
+    warmup = default_warmup if args.warmup is None else args.warmup
     if steps < 1 or warmup < 0:
         raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}")
     attentions = tuple(args.attentions or attention_zoo.available())
@@ -156,16 +141,9 @@ def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
 
 def run(settings: TrainSpeedSettings, argv: Sequence[str]) -> None:
     device = settings.run.device
+    timing = (str(device), settings.warmup, settings.steps)
     configs = [
-        train_speed_measure.TrainSpeedConfig(
-            task,
-            attention,
-            settings.overrides,
-            str(device),
-            settings.warmup,
-            settings.steps,
-            settings.run.threads,
-        )
+        train_speed_measure.TrainSpeedConfig(task, attention, settings.overrides, *timing)
         for task in settings.tasks
         for attention in settings.attentions
     ]

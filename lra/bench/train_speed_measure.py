@@ -28,7 +28,7 @@ from lightning.pytorch.utilities.types import LRSchedulerConfig
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from lra.bench.timing import Failure, StepTimes, measure_step
+from lra.bench.measuring import Failure, StepTimes, measure_step
 from lra.checks import check_config
 from lra.memory import keep_freed_heap
 from lra.paths import CONFIG_DIR
@@ -43,18 +43,12 @@ PUBLISHED = {cost.attention: cost for cost in RUN_COST}
 def job_config(task: str, attention: str, overrides: Sequence[str] = ()) -> DictConfig:
     """The composed config of ``python -m lra task=TASK attention=ATTENTION OVERRIDES`` (no logger)."""
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return compose(
-            config_name="config",
-            overrides=["logger=none", f"task={task}", f"attention={attention}", *overrides],
-        )
+        return compose("config", ["logger=none", f"task={task}", f"attention={attention}", *overrides])
 
 
 def random_batch(task: DictConfig, device: torch.device) -> Batch:
-    """A batch of ``task``'s real shape, every position a real token.
-
-    tokens: (batch, seq_len), or (batch, 2, seq_len) for a dual task, in [1, vocab_size);
-    lengths: (batch,) or (batch, 2), all ``seq_len``; labels: (batch,) in [0, num_classes).
-    """
+    """A batch of ``task``'s real shape, every position a real token: tokens (batch, seq_len) or, for a
+    dual task, (batch, 2, seq_len), in [1, vocab_size); lengths (batch,) or (batch, 2); labels (batch,)."""
     shape = (task.batch_size, 2) if task.dual else (task.batch_size,)
     tokens = torch.randint(1, task.vocab_size, (*shape, task.seq_len), device=device)
     lengths = torch.full(shape, task.seq_len, device=device)
@@ -63,32 +57,25 @@ def random_batch(task: DictConfig, device: torch.device) -> Batch:
 
 
 def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
-    """A never-fitted ``Trainer(barebones=True)`` on ``device`` with the config's steps and clipping.
-
-    Its start-up notes (the barebones feature list, the devices found) are not printed.
-    """
+    """A never-fitted ``Trainer(barebones=True)`` on ``device`` with the config's steps and clipping,
+    without its start-up notes (the barebones feature list, the devices found)."""
     lightning_logger = logging.getLogger("lightning.pytorch")
     level = lightning_logger.level
     lightning_logger.setLevel(logging.WARNING)
     try:
-        return L.Trainer(
-            barebones=True,
-            accelerator=device.type,
-            devices=[device.index or 0] if device.type == "cuda" else 1,
-            max_steps=cfg.trainer.max_steps,
-            **clipping(cfg.protocol),
+        devices, steps, clip = (
+            [device.index or 0] if device.type == "cuda" else 1,
+            cfg.trainer.max_steps,
+            clipping(cfg.protocol),
         )
+        return L.Trainer(barebones=True, accelerator=device.type, devices=devices, max_steps=steps, **clip)
     finally:
         lightning_logger.setLevel(level)
 
 
 # the Trainer's precision -> the autocast dtype of the training step (None: 32-bit, no autocast)
-AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {
-    "32-true": None,
-    "32": None,
-    "bf16-mixed": torch.bfloat16,
-    "16-mixed": torch.float16,  # Lightning also scales the loss; its scaler's cost is not in the step here
-}
+# (16-mixed: Lightning also scales the loss; its scaler's cost is not in the step here)
+AUTOCAST_DTYPES = {"32-true": None, "32": None, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
 def precision(cfg: DictConfig, device: torch.device) -> contextlib.AbstractContextManager:
@@ -104,12 +91,8 @@ def precision(cfg: DictConfig, device: torch.device) -> contextlib.AbstractConte
 
 @dataclass
 class HarnessStep:
-    """A full training step of a harness module on a fixed batch: ``HarnessStep.build(cfg, device)()``.
-
-    ``batch``: ``random_batch(cfg.task)``; ``schedulers``: Lightning's parsed scheduler configs;
-    ``autocast()``: the context of ``precision(cfg, device)`` around ``training_step``;
-    ``steps_done``: how many steps ran (the ``batch_idx`` of the next ``training_step``).
-    """
+    """A full training step of a harness module on a fixed batch: ``HarnessStep.build(cfg, device)()``;
+    ``autocast()``: the context of ``precision(cfg, device)``; ``steps_done``: the next ``batch_idx``."""
 
     module: L.LightningModule
     trainer: L.Trainer
@@ -202,7 +185,6 @@ class TrainSpeedConfig:
     device: str = "cpu"
     warmup: int = 1
     steps: int = 3
-    threads: int | None = None
 
     def compose(self) -> DictConfig:
         """``job_config`` of a run on ``device``: the trainer's accelerator is the device's (``cpu`` or
@@ -245,7 +227,7 @@ def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
     if cfg.steady_heap:  # as the training job sets its process up
         keep_freed_heap()
     build = partial(HarnessStep.build, cfg, device)
-    result = measure_step(build, device, warmup=config.warmup, repeats=config.steps, threads=config.threads)
+    result = measure_step(build, device, config.warmup, config.steps)
     return row_for(config, cfg, result, load_1min)
 
 
