@@ -27,7 +27,7 @@ from lra.errors import ConfigError
 from lra.job_end import SIGTERM_EXIT_STATUS
 from lra.loggers import PRETRAIN_METRICS, PRETRAIN_STEP, RunIdentity, build_wandb
 from lra.model import padding_mask
-from lra.naming import job_name, record_swept_keys
+from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
 from lra.pretrain_stage import WEIGHTS_FILE, encoder_identity, save_weights, unwrapped
 from lra.pretraining import MaskedPretrainModule, choose_masked
 from lra.resume import comparable_config
@@ -296,7 +296,7 @@ def test_a_run_from_scratch_is_the_same_job_as_a_config_without_pretrain():
 
 
 def test_a_sweep_over_pretrain_names_its_runs_with_it(monkeypatch):
-    monkeypatch.delenv("LRA_SWEPT_KEYS", raising=False)
+    monkeypatch.setenv(SWEPT_KEYS_ENV, "")  # restored after the test: the sweep's keys do not leak
     record_swept_keys(["pretrain=none,masked", "seed=0,1"])
     assert (
         job_name("listops", "nystrom", 1, ["pretrain=masked", "seed=1"])
