@@ -11,6 +11,8 @@ validation masks from a generator seeded with the run's seed at every evaluation
 
 from __future__ import annotations
 
+from typing import Any
+
 import lightning as L
 import numpy as np
 import torch
@@ -23,8 +25,7 @@ import data_prep
 from lra.data import LRADataModule
 from lra.loggers import PRETRAIN_STEP
 from lra.model import padding_mask
-from lra.module import ADAM_BETAS, ADAM_EPS, NonFiniteLossWatch
-from lra.schedules import build_schedule
+from lra.module import NonFiniteLossWatch, adamw_with_schedule
 
 MASK_TOKENS = 1  # the vocabulary grows by [MASK], in both stages, so that the weights carry over as they are
 
@@ -152,8 +153,9 @@ class MaskedPretrainModule(L.LightningModule):
         self.max_steps = max_steps
         self.val_seed = val_seed
         self.val_masks = torch.Generator()
-        self.finite_check_every = finite_check_every
-        self.nonfinite = NonFiniteLossWatch(attention_name, "pretraining loss", "pretrain.lr")
+        self.nonfinite = NonFiniteLossWatch(
+            attention_name, finite_check_every, "pretraining loss", "pretrain.lr"
+        )
         self.val_correct = SumMetric()
         self.val_masked = SumMetric()
 
@@ -172,9 +174,7 @@ class MaskedPretrainModule(L.LightningModule):
         total, correct = self.score(tokens, real, chosen)
         masked = chosen.sum().clamp(min=1)  # a batch without a masked token scores nothing
         loss = total / masked
-        self.nonfinite.record(loss, self.global_step)
-        if loss.device.type != "cuda" or self.global_step % self.finite_check_every == 0:
-            self.nonfinite.check()
+        self.nonfinite.observe(loss, self.global_step)
         self.log("pretrain/loss", loss, prog_bar=True)
         self.log("pretrain/acc", correct.sum() / masked, prog_bar=True)
         self.log(PRETRAIN_STEP, float(self.global_step))
@@ -200,9 +200,7 @@ class MaskedPretrainModule(L.LightningModule):
         self.log("val/pretrain_acc", accuracy, prog_bar=True, sync_dist=True)
         self.log(PRETRAIN_STEP, float(self.global_step), sync_dist=True)
 
-    def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(
-            self.parameters(), lr=self.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=self.weight_decay
+    def configure_optimizers(self) -> dict[str, Any]:
+        return adamw_with_schedule(
+            self, self.lr, self.weight_decay, "warmup_constant", self.warmup_steps, self.max_steps
         )
-        schedule = build_schedule("warmup_constant", optimizer, self.lr, self.warmup_steps, self.max_steps)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

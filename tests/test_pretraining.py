@@ -16,11 +16,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import compose_config, smoke_overrides
+from test_harness import NO_OPTIONS, NaNAttention
 from test_harness_cli import lra_command
 from test_resume import checkpoint, csv_rows, signal_at
 from torch import nn
 
 import attention_zoo
+from attention_zoo import registry
 from data_prep import PreparedSet, PreparedWriter
 from lra.checks import check_config
 from lra.errors import ConfigError
@@ -209,6 +211,15 @@ def test_a_share_of_the_budget_goes_to_pretraining_and_fine_tuning_keeps_the_res
         2
     ]  # fine-tuning validates at its last step
     assert summary["config"]["trainer"]["max_steps"] == 5  # the config as given: the whole budget
+
+
+def test_a_non_finite_pretraining_loss_stops_the_run_and_names_pretrain_lr(data_root, tmp_path, monkeypatch):
+    spec = registry.AttentionSpec("nan-test", NaNAttention, {}, {}, None, None)
+    monkeypatch.setitem(registry._REGISTRY, "nan-test", spec)
+    summary = run(spt_config(data_root, "attention.name=nan-test", *NO_OPTIONS), tmp_path)
+    assert summary["status"] == "nan" and summary["pretrain"]["steps"] == 0
+    assert summary["error"].startswith("pretraining loss is not finite (NaN or inf) at step 0")
+    assert "lower pretrain.lr" in summary["error"] and not (tmp_path / "checkpoints" / WEIGHTS_FILE).exists()
 
 
 @pytest.mark.parametrize(
