@@ -43,6 +43,7 @@ def test_single_run_writes_its_folder_and_prints_the_table(data_root, tmp_path):
     assert header.split() == [
         "task",
         "attention",
+        "SPT",
         "seed",
         "status",
         "best",
@@ -55,7 +56,8 @@ def test_single_run_writes_its_folder_and_prints_the_table(data_root, tmp_path):
         "memory",
     ]
     assert any(
-        line.split()[:4] == ["retrieval", "nystrom", "2", "completed"] for line in result.stdout.splitlines()
+        line.split()[:5] == ["retrieval", "nystrom", "-", "2", "completed"]
+        for line in result.stdout.splitlines()
     )
     assert (summary_file.parent / ".hydra" / "config.yaml").is_file()
 
