@@ -72,8 +72,8 @@ def test_a_later_override_of_a_key_replaces_an_earlier_one():
         ("a=tag(foo, interval(1, 2))", "a search reads one tag, log, on an interval"),
         ("a=tag(log, choice(1, 2))", "a search reads one tag, log, on an interval"),
         ("a=range(1, 1)", "a=range(1, 1): it gives no value"),
-        ("a=interval(2, 1)", "a=interval(2, 1): `low <= high` must hold"),
-        ("a=tag(log, int(interval(0, 4)))", "`low >= 1` must hold for `log=True`"),
+        ("a=interval(2, 1)", "a=interval(2, 1): "),  # then Optuna's words, which vary by version
+        ("a=tag(log, int(interval(0, 4)))", "a=tag(log, int(interval(0, 4))): "),
         ("a=choice(", "a=choice(: "),
     ],
 )

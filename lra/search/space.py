@@ -44,8 +44,8 @@ LOG_TAG = "log"  # tag(log, interval(a, b)): sampled uniformly in log space
 # their range there. Performer's random features approximate the kernel better as they grow, whatever
 # the length: no limit.
 SEQUENCE_BOUNDED = {
-    "nystrom": "at most one landmark per position (lra.checks refuses more)",
-    "skyformer": "at most one landmark per position (lra.checks refuses more)",
+    "nystrom": "at most one landmark per position",
+    "skyformer": "at most one landmark per position",
     "linformer": "a projection onto as many rows as positions compresses nothing",
     "informer": "from there on every query is selected: exact softmax attention",
 }

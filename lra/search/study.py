@@ -17,7 +17,7 @@ from lra.errors import ConfigError
 from lra.naming import ALWAYS_NAMED, IGNORED_KEYS, SWEPT_KEYS_ENV, options_label, parse
 
 # Command-line keys that do not change what a trial computes, beside IGNORED_KEYS.
-UNNAMED_KEYS = ("hparams_search", "logger")
+UNNAMED_KEYS = ("hparams_search", "logger", "trainer.enable_progress_bar")
 STUDY_FILE = "optuna.db"  # the default storage: sqlite:///<sweep dir>/optuna.db
 JOURNAL_SUFFIX = ".journal"  # hydra.sweeper.storage=PATH.journal: an Optuna journal file (lra.search.storage)
 
