@@ -28,9 +28,10 @@ torch: $(PY)
 	fi
 
 install: torch
-	$(PIP) install -q -e ".[dev,cluster,search]"
+	$(PIP) install -q -e ".[dev,cluster,search,dashboards]"
 
-# The README's main job: a ~5 minute CPU demo (ListOps from the built-in generator, short sequences).
+# The README's main job: a short CPU demo (conf/experiment/demo.yaml: ListOps from the built-in
+# generator, short sequences).
 run: install
 	$(PY) -m lra experiment=demo $(ARGS)
 

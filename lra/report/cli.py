@@ -1,7 +1,7 @@
 """The papers' tables and figures from every finished run:
 ``python -m lra.report [--runs DIR ...] [--out results] [--paper skyformer|nystromformer|lra] [--final]
-[--wandb]``; with ``--progress``, how far the sweeps under the folders are instead
-(``lra.report.progress``).
+[--wandb] [--wandb-workspace ENTITY/PROJECT]``; with ``--progress``, how far the sweeps under the
+folders are instead (``lra.report.progress``).
 
 Reads every ``summary.json`` under the run folders (Hydra's ``outputs/`` for single runs and
 ``multirun/`` for sweeps by default) and writes ``<out>/lra_table.md``: test accuracy per attention
@@ -9,7 +9,8 @@ Reads every ``summary.json`` under the run folders (Hydra's ``outputs/`` for sin
 with ours beside the published figures (``lra.report.paper_layouts``; all three papers unless ``--paper``
 picks one), the failed / NaN / interrupted jobs apart with their errors, and the figures as PNG and
 SVG beside it. ``--final`` adds the accuracy at the final weights; ``--wandb`` logs the same tables and
-figures to W&B (``lra.report.wandb_log``).
+figures to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B workspace
+views of the runs (``lra.report.wandb_workspace``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.studies import studies_section
+from lra.report.wandb_workspace import write_workspaces
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 REPORT_FILE = "lra_table.md"
@@ -42,6 +44,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--final", action="store_true", help="also the test accuracy at the final weights")
     parser.add_argument(
         "--wandb", action="store_true", help="also log the tables and figures to W&B (offline by default)"
+    )
+    parser.add_argument(
+        "--wandb-workspace",
+        metavar="ENTITY/PROJECT",
+        help="also save W&B workspace views of the runs in that project (lra.report.wandb_workspace)",
     )
     parser.add_argument(
         "--progress",
@@ -110,4 +117,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         figures = [args.out / f"{stem}.png" for stem in sorted(written)]
         print(log_report(text, figures, runs, command, args.out))
+    if args.wandb_workspace:
+        print(write_workspaces(runs, args.wandb_workspace))
     return 0
