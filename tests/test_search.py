@@ -150,6 +150,9 @@ def test_a_bad_search_stops_with_one_line_before_any_trial(data_root, tmp_path):
         ("hydra.sweeper.storage=sqlite:////no/such/folder/optuna.db", "cannot open the study storage"),
         ("attention.num_landmark=choice(4,8)", "samples attention.num_landmark, not a key of the config"),
         ("attention=nystrom,skyformer", "one search per value"),
+        ("hydra.sweeper.storage=study.db", "is neither a SQLAlchemy URL"),
+        ("hydra.sweeper.max_retries=-1", "hydra.sweeper.max_retries=-1 is invalid: it must be >= 0"),
+        ("attention.num_landmarks=tag(log,choice(4,8))", "a search reads one tag, log, on an interval"),
     ):
         refused = lra([*command, bad], tmp_path)
         assert refused.returncode == 1 and message in refused.stderr.splitlines()[-1], refused.stderr[-2000:]

@@ -15,6 +15,7 @@ is one line and exit 1.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -81,7 +82,7 @@ class StudySweeper(Sweeper):
         max_retries: int,
     ) -> None:
         """The keys of ``conf/hydra/sweeper/lra_optuna.yaml``; ``sampler`` a partial that takes ``seed``."""
-        self.sampler = TrialSeeded(sampler, sampler.keywords.get("seed"))
+        self.sampler = sampler
         self.direction = direction
         self.storage = storage
         self.study_name = study_name
@@ -98,8 +99,17 @@ class StudySweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config
         )
 
+    def check_settings(self) -> None:
+        """Each ``hydra.sweeper`` setting within its range; a ``ConfigError`` naming the first that is not."""
+        if not isinstance(self.sampler, functools.partial):
+            raise ConfigError("hydra.sweeper.sampler needs _partial_: true (the search seeds it per trial)")
+        for key, low in (("n_trials", 1), ("n_jobs", 1), ("heartbeat_s", 1), ("max_retries", 0)):
+            if getattr(self, key) < low:
+                raise ConfigError(f"hydra.sweeper.{key}={getattr(self, key)} is invalid: it must be >= {low}")
+
     def sweep(self, arguments: list[str]) -> None:
         try:
+            self.check_settings()
             space, fixed = self.sampled_space(arguments)
             study = self.open_study()
         except ConfigError as error:
@@ -142,7 +152,7 @@ class StudySweeper(Sweeper):
         study = optuna.create_study(
             study_name=name,
             storage=self.storage_backend,
-            sampler=self.sampler,
+            sampler=TrialSeeded(self.sampler, self.sampler.keywords.get("seed")),
             direction=self.direction,
             load_if_exists=True,
         )
