@@ -190,16 +190,17 @@ class StudySweeper(Sweeper):
                 (*(f"{key}={value}" for key, value in trained_params(trial.params).items()), *fixed.values())
                 for trial in trials
             ]
-            with heartbeats(self.storage_backend, [trial._trial_id for trial in trials], self.heartbeat_s):
-                try:
+            ids = [trial._trial_id for trial in trials]  # Optuna's storage ids
+            try:
+                with heartbeats(self.storage_backend, ids, self.heartbeat_s):
                     returns = self.launcher.launch(overrides, initial_job_idx=trials[0].number)
-                except Exception as error:  # a job died: its launcher (submitit, joblib) raised
-                    reason = f"its job died: {type(error).__name__}: {error}".splitlines()[0]
-                    self.interrupt_all(study, trials, DIED, reason)
-                    continue
-                except BaseException:  # Ctrl+C, SIGTERM: the trials run again next time
-                    self.interrupt_all(study, trials, STOPPED, "the search was stopped")
-                    raise
+            except Exception as error:  # a job died: its launcher (submitit, joblib) raised
+                reason = f"its job died: {type(error).__name__}: {error}".splitlines()[0]
+                self.interrupt_all(study, trials, DIED, reason)
+                continue
+            except BaseException:  # Ctrl+C, SIGTERM: the trials run again next time
+                self.interrupt_all(study, trials, STOPPED, "the search was stopped")
+                raise
             for trial, job in zip(trials, returns, strict=True):
                 tell(study, trial, job)
 
