@@ -22,6 +22,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,29 +69,19 @@ TASK_SPACE_CHOICE = "search_space/task@hydra.sweeper.params"  # conf/config.yaml
 Space = dict[str, BaseDistribution]
 
 
+@dataclass(eq=False)
 class StudySweeper(Sweeper):
-    def __init__(
-        self,
-        sampler: Any,
-        direction: str,
-        storage: str | None,
-        study_name: str | None,
-        n_trials: int,
-        n_jobs: int,
-        params: Any,
-        heartbeat_s: int,
-        max_retries: int,
-    ) -> None:
-        """The keys of ``conf/hydra/sweeper/lra_optuna.yaml``; ``sampler`` a partial that takes ``seed``."""
-        self.sampler = sampler
-        self.direction = direction
-        self.storage = storage
-        self.study_name = study_name
-        self.n_trials = n_trials
-        self.n_jobs = n_jobs
-        self.params = dict(params or {})
-        self.heartbeat_s = heartbeat_s
-        self.max_retries = max_retries
+    """The keys of ``conf/hydra/sweeper/lra_optuna.yaml``; ``sampler`` a partial that takes ``seed``."""
+
+    sampler: Any
+    direction: str
+    storage: str | None
+    study_name: str | None
+    n_trials: int
+    n_jobs: int
+    params: Any
+    heartbeat_s: int
+    max_retries: int
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -127,7 +118,8 @@ class StudySweeper(Sweeper):
                 f"no search space for task={self.config.task.name}: conf/search_space/task/"
                 f"{self.config.hydra.runtime.choices.get('hparams_search')}/{self.config.task.name}.yaml"
             )
-        space, fixed = search_space([*(f"{key}={value}" for key, value in self.params.items()), *arguments])
+        params = [f"{key}={value}" for key, value in (self.params or {}).items()]
+        space, fixed = search_space([*params, *arguments])
         unknown = [key for key in space if OmegaConf.select(self.config, key, default=NOT_A_KEY) is NOT_A_KEY]
         if unknown:
             raise ConfigError(
