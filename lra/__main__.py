@@ -19,8 +19,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import lra  # noqa: F401  (registers the lra.* resolvers the configs use)
-
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+from lra.paths import CONFIG_DIR
 
 
 def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
