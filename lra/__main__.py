@@ -70,4 +70,11 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from lra.errors import ConfigError
+    from lra.extras import check_command_line
+
+    try:
+        check_command_line(sys.argv[1:])  # an optional part that is not installed: one line, before Hydra
+    except ConfigError as error:
+        sys.exit(f"lra: {error}")
     main()
