@@ -74,9 +74,14 @@ class EfficiencyMonitor(Callback):
     - ``model/params``: number of parameters;
     - ``perf/elapsed_s`` at each validation: the training time so far, validations included (the
       x axis of the report's validation curves, Skyformer Figure 2).
+
+    The pretraining stage's monitor (``lra.pretrain_stage``) logs that time as ``elapsed_key``
+    (``pretrain/elapsed_s``) and keeps the rest in ``metrics`` only (``log_final=False``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, elapsed_key: str = "perf/elapsed_s", log_final: bool = True) -> None:
+        self.elapsed_key = elapsed_key
+        self.log_final = log_final
         self.timer = StepTimer(on_cuda=False)
         self.samples_per_step = 0
         self.metrics: dict[str, float] = {}
@@ -109,7 +114,7 @@ class EfficiencyMonitor(Callback):
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not trainer.sanity_checking and self.train_start:
-            pl_module.log("perf/elapsed_s", self.train_time_s())
+            pl_module.log(self.elapsed_key, self.train_time_s())
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         step_seconds = self.timer.all_seconds()
@@ -122,7 +127,7 @@ class EfficiencyMonitor(Callback):
             self.metrics["perf/peak_gpu_mem_mb"] = torch.cuda.max_memory_allocated(pl_module.device) / 2**20
         else:
             self.metrics["perf/peak_rss_mb"] = peak_rss_mb()
-        for logger in trainer.loggers:
+        for logger in trainer.loggers if self.log_final else ():
             logger.log_metrics(self.metrics, step=trainer.global_step)
 
     def train_time_s(self) -> float:

@@ -12,6 +12,7 @@ need the prepared data (sequence length, vocabulary, a batch larger than the tra
 from __future__ import annotations
 
 import operator
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from omegaconf import DictConfig, OmegaConf
@@ -29,9 +30,12 @@ from attention_zoo.registry import (
 )
 from lra.errors import ConfigError
 from lra.loggers import check_loggers
+from lra.pretrain_stage import stage_steps, weights_file
+from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
 
 Seed = Annotated[int, Bounds(low=0, high=2**32, high_open=True)]
+OpenFraction = Annotated[float, Bounds(low=0, high=1, low_open=True, high_open=True)]
 
 # The harness's own keys and what each accepts, in the annotations the attention registry reads from
 # the cores' signatures: one validator (``OptionType``) for these and for every attention option.
@@ -61,8 +65,21 @@ CONFIG_KEYS: dict[str, Any] = {
     "features": PositiveInt | None,
     "threads": PositiveInt | None,
     "steady_heap": bool,
+    "pretrain.mode": Literal["none", "masked"],
+}
+# The keys of ``pretrain=masked`` (conf/pretrain/masked.yaml), checked when it is chosen.
+PRETRAIN_KEYS: dict[str, Any] = {
+    "pretrain.mask_prob": OpenFraction,
+    "pretrain.loss": Literal[tuple(OBJECTIVES)],
+    "pretrain.steps": PositiveInt,
+    "pretrain.lr": PositiveFloat,
+    "pretrain.batch_size": PositiveInt,
+    "pretrain.warmup_steps": NonNegativeInt,
+    "pretrain.share": OpenFraction | None,
+    "pretrain.from": str | None,
 }
 KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
+PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRETRAIN_KEYS.items()}
 
 # Attention options bounded by another key: option -> (bound key, comparison, reason).
 OPTION_BOUNDS = {
@@ -81,9 +98,9 @@ def resolved(cfg: DictConfig) -> DictConfig:
     return copy
 
 
-def check_values(cfg: DictConfig) -> None:
-    """Every key of ``CONFIG_KEYS`` holds a value its type accepts."""
-    for key, kind in KEY_TYPES.items():
+def check_values(cfg: DictConfig, key_types: dict[str, OptionType] = KEY_TYPES) -> None:
+    """Every key of ``key_types`` (``CONFIG_KEYS``'s) holds a value its type accepts."""
+    for key, kind in key_types.items():
         value = OmegaConf.select(cfg, key)
         if not kind.accepts(value):
             raise ConfigError(f"{key}={value!r} is invalid: it must be {kind.describe(as_override=True)}")
@@ -117,18 +134,38 @@ def check_attention(cfg: DictConfig) -> None:
 
 
 def check_schedule(cfg: DictConfig) -> None:
-    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the run."""
-    if cfg.protocol.schedule == "one_cycle" and cfg.task.warmup_steps > cfg.trainer.max_steps:
+    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the fine-tuning."""
+    steps = stage_steps(cfg).finetune
+    if cfg.protocol.schedule == "one_cycle" and cfg.task.warmup_steps > steps:
+        total = f"trainer.max_steps={cfg.trainer.max_steps}"
+        limit = total if steps == cfg.trainer.max_steps else f"the {steps} fine-tuning steps of {total}"
         raise ConfigError(
-            f"task.warmup_steps={cfg.task.warmup_steps} exceeds trainer.max_steps={cfg.trainer.max_steps}: "
+            f"task.warmup_steps={cfg.task.warmup_steps} exceeds {limit}: "
             "the one_cycle schedule needs its peak within the run"
         )
+
+
+def check_pretrain(cfg: DictConfig) -> None:
+    """``pretrain=masked``: valid values, both stages at least one step long, and ``pretrain.from``
+    naming a weights file (whether those weights fit is checked when they are loaded)."""
+    if cfg.pretrain.mode != "masked":
+        return
+    check_values(cfg, PRETRAIN_KEY_TYPES)
+    steps = stage_steps(cfg)
+    if min(steps.pretrain, steps.finetune) < 1:
+        raise ConfigError(
+            f"pretrain.share={cfg.pretrain.share} of trainer.max_steps={cfg.trainer.max_steps} leaves "
+            f"{steps.pretrain} pretraining and {steps.finetune} fine-tuning steps; each stage needs one"
+        )
+    if cfg.pretrain["from"] is not None:
+        weights_file(Path(cfg.pretrain["from"]))
 
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
     cfg = resolved(cfg)
     check_values(cfg)
+    check_pretrain(cfg)
     check_schedule(cfg)
     check_attention(cfg)
     check_loggers(cfg.logger)

@@ -8,7 +8,8 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Sampler
+from omegaconf import DictConfig
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 import data_prep
 from lra.errors import ConfigError
@@ -62,6 +63,9 @@ class LRADataModule(L.LightningDataModule):
     ``num_classes`` the model is built for; ``setup`` checks the prepared set against them.
     """
 
+    BATCH_SIZE_KEY = "task.batch_size"  # the key that sets ``batch_size``, for its error
+    ITEMS = "examples"  # what a training batch holds ``batch_size`` of
+
     def __init__(
         self,
         *,
@@ -84,9 +88,24 @@ class LRADataModule(L.LightningDataModule):
         self.num_workers = num_workers
         self.seed = seed
         self.prepare_data_per_node = False  # one process builds a missing set, on a shared file system
-        self.splits: dict[str, data_prep.PreparedSplit] = {}
+        self.splits: dict[str, Dataset] = {}
         self.prepared: data_prep.PreparedSet | None = None
         self.train_sampler: EpochPermutationSampler | None = None
+
+    @classmethod
+    def of_config(cls, cfg: DictConfig, batch_size: int) -> LRADataModule:
+        """The loaders of the task of a run's config ``cfg``, in batches of ``batch_size``."""
+        task = cfg.task
+        return cls(
+            root=Path(cfg.data_root).resolve(),
+            dataset=task.dataset,
+            batch_size=batch_size,
+            expected={key: task[key] for key in ("seq_len", "vocab_size", "num_classes")},
+            dual=task.dual,
+            val_from_test=task.val_from_test,
+            num_workers=cfg.num_workers,
+            seed=cfg.seed,
+        )
 
     def prepare_data(self) -> None:
         data_prep.ensure_prepared(self.dataset, self.root)
@@ -102,16 +121,23 @@ class LRADataModule(L.LightningDataModule):
                 f"prepared set {prepared.name!r} has no {val_split!r} examples (counts: {prepared.counts}); "
                 "set task.val_from_test=true to validate on the test split"
             )
-        for name, split in (("train", "train"), ("val", val_split), ("test", "test")):
-            self.splits[name] = prepared.split(split)
-        train_size = len(self.splits["train"])
+        splits = self.training_splits(prepared, val_split)
+        train_size = len(splits["train"])
         if self.batch_size > train_size:
             raise ConfigError(
-                f"task.batch_size={self.batch_size} is larger than the training split of "
-                f"{prepared.name!r} ({train_size} examples)"
+                f"{self.BATCH_SIZE_KEY}={self.batch_size} is larger than the training split of "
+                f"{prepared.name!r} ({train_size} {self.ITEMS})"
             )
-        self.prepared = prepared
+        self.splits, self.prepared = splits, prepared
         self.train_sampler = EpochPermutationSampler(train_size, self.seed)
+
+    def training_splits(self, prepared: data_prep.PreparedSet, val_split: str) -> dict[str, Dataset]:
+        """The datasets of the loaders by name (``train``, ``val``, ``test``); ``val_split``: the
+        prepared split that validates (``val``, or ``test`` with ``val_from_test``)."""
+        return {
+            name: prepared.split(split)
+            for name, split in (("train", "train"), ("val", val_split), ("test", "test"))
+        }
 
     def description(self) -> dict:
         """What summary.json records of the prepared set (after ``setup``): the recipe, the set it

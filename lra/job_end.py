@@ -63,10 +63,9 @@ def failures_noted(state: JobState) -> Iterator[None]:
     except EXPLAINED_ERRORS as exception:
         state.status, state.error = "failed", str(exception)
     except SIGTERMException:
-        step = state.parts.trainer.global_step if state.parts else None
         saved = state.run_dir / CHECKPOINT_DIR
         state.status = "interrupted"
-        state.error = f"SIGTERM at step {step}; the state is saved in {saved}: resume=auto continues"
+        state.error = f"SIGTERM at {state.stopped_at()}; the state is saved in {saved}: resume=auto continues"
         raise SystemExit(SIGTERM_EXIT_STATUS) from None
     except (KeyboardInterrupt, SystemExit):
         state.status, state.error = "interrupted", "interrupted before the end of the run"
@@ -97,6 +96,7 @@ def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dic
         data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
         resumed_from=state.resumed_from,
         job=job,
+        pretrain=state.pretrain,
     )
     if rank_zero_only.rank == 0:
         path = write_summary(summary, state.run_dir)

@@ -17,7 +17,7 @@ from lra.data import LRADataModule
 
 @dataclass
 class TrainerParts:
-    """The Trainer of a run and the two callbacks whose figures its summary reads."""
+    """The Trainer of a run's stage and the two callbacks whose figures its summary reads."""
 
     trainer: L.Trainer
     efficiency: EfficiencyMonitor
@@ -33,7 +33,16 @@ class JobState:
     status: str = "completed"
     error: str | None = None
     loggers: list[Logger] = field(default_factory=list)
-    parts: TrainerParts | None = None
+    parts: TrainerParts | None = None  # fine-tuning's
     datamodule: LRADataModule | None = None
     resumed_from: Path | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
+    pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
+
+    def stopped_at(self) -> str:
+        """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``
+        before any trainer)."""
+        if self.parts is None and self.pretrain_parts is not None:
+            return f"pretraining step {self.pretrain_parts.trainer.global_step}"
+        return f"step {self.parts.trainer.global_step if self.parts else None}"

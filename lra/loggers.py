@@ -3,8 +3,8 @@
 - ``wandb``: W&B, offline unless ``mode: online`` (then a login is required and checked up front,
   so a run never waits on a network it cannot use); run ``{task}-{attention}-s{seed}`` with the
   options its sweep varies (``lra.naming``), grouped by task (a search trial: by study), tagged with
-  task, attention and budget (``budget=N``, for an attention with a budget option), the resolved
-  config as the run config.
+  task, attention, budget (``budget=N``, for an attention with a budget option) and
+  ``pretrain=masked`` for a self-pretrained run, the resolved config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
   names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named.
 """
@@ -28,7 +28,17 @@ from lra.errors import ConfigError
 from lra.naming import run_group, run_name
 
 WANDB_MODES = ("offline", "online", "disabled")
+PRETRAIN_STEP = "pretrain/step"  # the pretraining stage's step, in each of its rows
+PRETRAIN_METRICS = ("pretrain/loss", "pretrain/acc", "pretrain/elapsed_s", "val/pretrain_acc")
 CSV_DEFAULTS = {"flush_logs_every_n_steps": 50}  # as conf/logger/csv.yaml
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resumed run's checkpoint stands: after ``step`` steps of pretraining or of fine-tuning."""
+
+    step: int
+    pretraining: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,7 @@ class RunIdentity:
     run_id: str
     options: dict[str, str] = field(default_factory=dict)  # the options its sweep varies
     budget: int | None = None  # the attention's budget option (landmarks, projection, features)
+    pretraining: bool = False  # the run self-pretrains before fine-tuning (lra.pretraining)
 
     @property
     def name(self) -> str:
@@ -48,7 +59,8 @@ class RunIdentity:
 
     @property
     def tags(self) -> list[str]:
-        return [self.task, self.attention, *([] if self.budget is None else [f"budget={self.budget}"])]
+        budget = [] if self.budget is None else [f"budget={self.budget}"]
+        return [self.task, self.attention, *budget, *(["pretrain=masked"] if self.pretraining else [])]
 
 
 def wandb_credentials_found() -> bool:
@@ -75,10 +87,12 @@ def check_wandb(options: DictConfig) -> None:
         )
 
 
-def build_wandb(options: DictConfig, run: RunIdentity, output_dir: Path, resumed_step: int | None) -> Logger:
-    return WandbLogger(
+def build_wandb(
+    options: DictConfig, run: RunIdentity, output_dir: Path, resumed: ResumePoint | None
+) -> Logger:
+    logger = WandbLogger(
         id=run.run_id,
-        resume="allow" if resumed_step is not None else None,
+        resume="allow" if resumed is not None else None,
         name=run.name,
         group=run_group(run.task),
         tags=run.tags,
@@ -87,12 +101,17 @@ def build_wandb(options: DictConfig, run: RunIdentity, output_dir: Path, resumed
         mode=options.mode,
         save_dir=str(output_dir),
     )
+    if run.pretraining:  # its own x axis: the panels of pretrain/* start at its step 0
+        logger.experiment.define_metric(PRETRAIN_STEP)
+        for name in PRETRAIN_METRICS:
+            logger.experiment.define_metric(name, step_metric=PRETRAIN_STEP)
+    return logger
 
 
-def build_csv(options: DictConfig, run: RunIdentity, output_dir: Path, resumed_step: int | None) -> Logger:
+def build_csv(options: DictConfig, run: RunIdentity, output_dir: Path, resumed: ResumePoint | None) -> Logger:
     logger = CSVLogger(save_dir=str(output_dir), name="csv", version="", **options)
-    if resumed_step is not None:
-        continue_csv(logger, resumed_step)
+    if resumed is not None:
+        continue_csv(logger, resumed)
     return logger
 
 
@@ -100,17 +119,24 @@ def csv_number(text: str) -> int | float:
     return int(text) if text.lstrip("-").isdigit() else float(text)
 
 
-def continue_csv(logger: CSVLogger, resumed_step: int) -> None:
-    """Write back the rows an earlier segment logged before ``resumed_step`` (the logger truncates the file).
+def row_before(row: dict[str, str], resumed: ResumePoint) -> bool:
+    """Whether an earlier segment's CSV row was logged before the checkpoint at ``resumed``: a row of
+    the same stage logged before its step (rows carry the index of the step they were logged in,
+    ``step - 1`` at most for a checkpoint saved after ``step`` optimizer steps), or a pretraining row
+    when fine-tuning resumes."""
+    pretraining_row = bool(row.get(PRETRAIN_STEP))
+    if pretraining_row != resumed.pretraining:
+        return pretraining_row
+    return int(row["step"]) < resumed.step
 
-    Rows carry the index of the step they were logged in, ``resumed_step - 1`` at most for a checkpoint
-    saved after ``resumed_step`` optimizer steps.
-    """
+
+def continue_csv(logger: CSVLogger, resumed: ResumePoint) -> None:
+    """Write back the rows an earlier segment logged before ``resumed`` (the logger truncates the file)."""
     path = Path(logger.log_dir) / "metrics.csv"
     rows = []
     if path.is_file():
         with open(path, newline="") as handle:
-            rows = [row for row in csv.DictReader(handle) if int(row["step"]) < resumed_step]
+            rows = [row for row in csv.DictReader(handle) if row_before(row, resumed)]
     with warnings.catch_warnings():  # its warning that the old file will be deleted: the rows come back
         warnings.filterwarnings("ignore", message=".*Previous log files")
         writer = logger.experiment  # created now: it deletes the old file
@@ -126,7 +152,7 @@ def no_check(options: DictConfig) -> None:
 
 @dataclass(frozen=True)
 class LoggerKind:
-    build: Callable[[DictConfig, RunIdentity, Path, int | None], Logger]
+    build: Callable[[DictConfig, RunIdentity, Path, ResumePoint | None], Logger]
     check: Callable[[DictConfig], None]
 
 
@@ -149,20 +175,20 @@ def build_loggers(
     run: RunIdentity,
     output_dir: Path,
     hparams: dict[str, Any],
-    resumed_step: int | None = None,
+    resumed: ResumePoint | None = None,
 ) -> list[Logger]:
     """The loggers of ``config``, each given the resolved config ``hparams`` as its run config.
 
-    ``resumed_step``: the global step of the checkpoint a resumed run continues from (None: a fresh
-    run). A resumed run logs to the same W&B run id and keeps the CSV rows of the steps before its
-    checkpoint (rows logged after it, by a run killed before its next checkpoint, are dropped: the
-    resumed run logs those steps again).
+    ``resumed``: where the checkpoint a resumed run continues from stands (None: a fresh run). A
+    resumed run logs to the same W&B run id and keeps the CSV rows logged before its checkpoint
+    (``row_before``; rows logged after it, by a run killed before its next checkpoint, are dropped:
+    the resumed run logs those steps again). Self-pretraining logs in the same run at its own steps:
+    its rows carry ``pretrain/step`` (``PRETRAIN_STEP``), also the W&B x axis of its metrics
+    (``PRETRAIN_METRICS``), so that they never collide with fine-tuning's.
     """
     chosen = dict(config.items())
     chosen.setdefault("csv", OmegaConf.create(CSV_DEFAULTS))
-    loggers = [
-        LOGGERS[name].build(options, run, output_dir, resumed_step) for name, options in chosen.items()
-    ]
+    loggers = [LOGGERS[name].build(options, run, output_dir, resumed) for name, options in chosen.items()]
     for logger in loggers:
         logger.log_hyperparams(hparams)
     return loggers

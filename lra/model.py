@@ -1,10 +1,10 @@
 """The shared LRA encoder (docs/design.md § The encoder): one small Transformer for every task × attention.
 
 Token embedding + learned absolute position embedding, both drawn from N(0, 0.02²) as in both
-papers' code; ``depth`` pre-LayerNorm blocks (multi-head
-self-attention around a zoo core, then a GELU feed-forward); a final LayerNorm; mean pooling over
-the real tokens; an MLP classifier. Retrieval (``dual=True``) encodes both documents with the same
-encoder and classifies ``[u, v, u*v, u-v]``.
+papers' code; ``depth`` pre-LayerNorm blocks (multi-head self-attention around a zoo core, then a
+GELU feed-forward); a final LayerNorm (the ``Encoder``'s token states, which self-pretraining
+predicts masked tokens from); mean pooling over the real tokens; an MLP classifier. Retrieval
+(``dual=True``) encodes both documents with the same encoder and classifies ``[u, v, u*v, u-v]``.
 
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
 ``attention(head_dim=dim // num_heads, num_heads=num_heads, seq_len=seq_len)``, e.g.
@@ -58,8 +58,14 @@ class EncoderBlock(nn.Module):
         return x + self.ffn(self.ffn_norm(x))
 
 
+def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean of the token states over the real positions: (B, N, dim), mask (B, N) -> (B, dim)."""
+    weights = mask.to(states.dtype)[..., None]  # (B, N, 1)
+    return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+
 class Encoder(nn.Module):
-    """Tokens to one pooled vector per sequence: tokens (B, N) long, mask (B, N) bool -> (B, dim)."""
+    """Tokens to their states after the final LayerNorm: tokens (B, N), mask (B, N) bool -> (B, N, dim)."""
 
     def __init__(
         self,
@@ -93,9 +99,7 @@ class Encoder(nn.Module):
         x = self.dropout(self.token_embedding(tokens) + self.position_embedding(positions)[None])
         for block in self.blocks:
             x = block(x, mask)
-        x = self.norm(x)
-        weights = mask.to(x.dtype)[..., None]  # (B, N, 1)
-        return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        return self.norm(x)
 
 
 class LRAClassifier(nn.Module):
@@ -147,8 +151,12 @@ class LRAClassifier(nn.Module):
             raise ValueError(f"tokens must be {layout} with seq <= {self.seq_len}, got {tuple(tokens.shape)}")
         seq = tokens.shape[-1]
         if not self.dual:
-            return self.classifier(self.encoder(tokens, padding_mask(lengths, seq)))
+            return self.classifier(self.pooled(tokens, padding_mask(lengths, seq)))
         batch = tokens.shape[0]
-        pooled = self.encoder(tokens.reshape(2 * batch, seq), padding_mask(lengths.reshape(2 * batch), seq))
+        pooled = self.pooled(tokens.reshape(2 * batch, seq), padding_mask(lengths.reshape(2 * batch), seq))
         u, v = pooled.view(batch, 2, -1).unbind(dim=1)
         return self.classifier(torch.cat([u, v, u * v, u - v], dim=-1))
+
+    def pooled(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """One vector per sequence: tokens (B, N), mask (B, N) -> (B, dim)."""
+        return mean_pool(self.encoder(tokens, mask), mask)

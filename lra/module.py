@@ -4,6 +4,8 @@ the selection window."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import lightning as L
 import torch
 import torch.nn.functional as F
@@ -18,6 +20,18 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-6
 
 
+def adamw_with_schedule(
+    module: nn.Module, lr: float, weight_decay: float, schedule: str, warmup_steps: int, max_steps: int
+) -> dict[str, Any]:
+    """What ``configure_optimizers`` returns: AdamW over ``module``'s parameters and the schedule
+    ``schedule`` of ``lra.schedules``, stepped after every optimizer step."""
+    optimizer = torch.optim.AdamW(
+        module.parameters(), lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay
+    )
+    scheduler = build_schedule(schedule, optimizer, lr, warmup_steps, max_steps)
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
 class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or infinite; the message names the step and the attention."""
 
@@ -26,15 +40,30 @@ class NonFiniteLossWatch:
     """Finds the first step whose training loss is NaN or infinite without waiting on the device.
 
     ``record`` keeps, on the loss's device, the first such step (-1: none); ``check`` reads it back
-    (one host-device transfer) and raises. Reading it every step would stall a GPU's queue, so the
-    module checks on the CPU every step and on a GPU every ``check_every`` steps and at each
-    evaluation: a run that goes non-finite stops within that many steps and names the step where
-    it happened.
+    (one host-device transfer) and raises. Reading it every step would stall a GPU's queue, so
+    ``observe`` checks on the CPU every step and on a GPU every ``check_every`` steps, and the module
+    at each evaluation: a run that goes non-finite stops within that many steps and names the step
+    where it happened.
     """
 
-    def __init__(self, attention_name: str) -> None:
+    def __init__(
+        self,
+        attention_name: str,
+        check_every: int = 50,
+        loss_name: str = "training loss",
+        lr_key: str = "task.lr",
+    ) -> None:
         self.attention_name = attention_name
+        self.check_every = check_every
+        self.loss_name = loss_name  # what the message calls the loss, and the learning rate to lower
+        self.lr_key = lr_key
         self.first_step: torch.Tensor | None = None
+
+    def observe(self, loss: torch.Tensor, step: int) -> None:
+        """``record`` the loss of ``step``, and ``check`` when it is time to (class docstring)."""
+        self.record(loss, step)
+        if loss.device.type != "cuda" or step % self.check_every == 0:
+            self.check()
 
     def record(self, loss: torch.Tensor, step: int) -> None:
         if self.first_step is None or self.first_step.device != loss.device:
@@ -48,8 +77,8 @@ class NonFiniteLossWatch:
         step = int(self.first_step)
         if step >= 0:
             raise NonFiniteLossError(
-                f"training loss is not finite (NaN or inf) at step {step} with attention "
-                f"{self.attention_name!r}; lower task.lr or change the attention's options"
+                f"{self.loss_name} is not finite (NaN or inf) at step {step} with attention "
+                f"{self.attention_name!r}; lower {self.lr_key} or change the attention's options"
             )
 
 
@@ -88,8 +117,7 @@ class LRALitModule(L.LightningModule):
         self.max_steps = max_steps
         self.schedule = schedule
         self.selectable_after = selectable_after
-        self.finite_check_every = finite_check_every
-        self.nonfinite = NonFiniteLossWatch(attention_name)
+        self.nonfinite = NonFiniteLossWatch(attention_name, finite_check_every)
         # validate_args=False: its input checks read values back from the device every step.
         self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro")
@@ -107,9 +135,7 @@ class LRALitModule(L.LightningModule):
         tokens, lengths, labels = batch
         logits = self(tokens, lengths)
         loss = F.cross_entropy(logits.float(), labels)
-        self.nonfinite.record(loss, self.global_step)
-        if loss.device.type != "cuda" or self.global_step % self.finite_check_every == 0:
-            self.nonfinite.check()
+        self.nonfinite.observe(loss, self.global_step)
         self.train_acc(logits, labels)
         self.log("train/loss", loss, prog_bar=True)
         self.log("train/acc", self.train_acc, prog_bar=True)
@@ -149,9 +175,7 @@ class LRALitModule(L.LightningModule):
         self.log(f"test/loss{suffix}", self.test_loss)
         self.log(f"test/acc{suffix}", self.test_acc)
 
-    def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(
-            self.parameters(), lr=self.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=self.weight_decay
+    def configure_optimizers(self) -> dict[str, Any]:
+        return adamw_with_schedule(
+            self, self.lr, self.weight_decay, self.schedule, self.warmup_steps, self.max_steps
         )
-        schedule = build_schedule(self.schedule, optimizer, self.lr, self.warmup_steps, self.max_steps)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -2,12 +2,15 @@
 (``plan_run`` says how each one chooses).
 
 "The same job" is one definition, ``comparable_config``: the resolved config less ``IGNORED_KEYS``
-(where and how a job executes, not what it computes); ``job_fingerprint`` is its short hash, stored in
-``run.json`` and ``summary.json``. Every run folder holds ``run.json`` (that config, its fingerprint,
-the job's name, options, overrides and W&B run id) and, from its first evaluation on,
-``checkpoints/last.ckpt`` (Lightning's full state with the loader's position and the RNG states). A
-resumed run continues in the ORIGINAL folder, so reports see one run; the resuming command's own
-Hydra folder keeps only its logs and ``resumed.json``, a pointer to where the run went on.
+(where and how a job executes, not what it computes; and ``pretrain`` for a run from scratch, so that
+``pretrain=none`` names the same job as a config without that key); ``job_fingerprint`` is its short
+hash, stored in ``run.json`` and ``summary.json``. Every run folder holds ``run.json`` (that config,
+its fingerprint, the job's name, options, overrides and W&B run id) and, from its first evaluation
+on, ``checkpoints/last.ckpt`` (Lightning's full state with the loader's position and the RNG states);
+a self-pretrained run also ``checkpoints/pretrain-last.ckpt``, the same for its pretraining stage,
+which a run without ``last.ckpt`` yet continues from (``lra.pretrain_stage``). A resumed run continues
+in the ORIGINAL folder, so reports see one run; the resuming command's own Hydra folder keeps only
+its logs and ``resumed.json``, a pointer to where the run went on.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 CHECKPOINT_DIR = "checkpoints"
 LAST_CHECKPOINT = "last"  # checkpoints/last.ckpt
+PRETRAIN_LAST_CHECKPOINT = "pretrain-last"  # checkpoints/pretrain-last.ckpt: the pretraining stage's
 
 
 @dataclass(frozen=True)
@@ -51,10 +55,31 @@ def last_checkpoint(directory: Path) -> Path:
     return directory / CHECKPOINT_DIR / f"{LAST_CHECKPOINT}.ckpt"
 
 
+def resumable_checkpoint(directory: Path) -> Path | None:
+    """The checkpoint a run in ``directory`` continues from: fine-tuning's ``last.ckpt``, else the
+    pretraining stage's ``pretrain-last.ckpt``; None when it has neither."""
+    for name in (LAST_CHECKPOINT, PRETRAIN_LAST_CHECKPOINT):
+        path = directory / CHECKPOINT_DIR / f"{name}.ckpt"
+        if path.is_file():
+            return path
+    return None
+
+
+def is_pretraining_checkpoint(path: Path | None) -> bool:
+    """Whether ``path`` holds the state of a pretraining stage (``pretrain-last.ckpt``)."""
+    return path is not None and path.stem == PRETRAIN_LAST_CHECKPOINT
+
+
 def comparable_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config without ``IGNORED_KEYS``: two runs with equal ones compute the same thing."""
+    """The resolved config without ``IGNORED_KEYS`` (nor ``pretrain`` for a run from scratch): two runs
+    with equal ones compute the same thing."""
     config = OmegaConf.to_container(cfg, resolve=True)
-    return {key: value for key, value in config.items() if key not in IGNORED_KEYS}
+    scratch = (config.get("pretrain") or {}).get("mode") == "none"
+    return {
+        key: value
+        for key, value in config.items()
+        if key not in IGNORED_KEYS and not (key == "pretrain" and scratch)
+    }
 
 
 def job_fingerprint(config: dict[str, Any]) -> str:
@@ -136,9 +161,9 @@ def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | N
     fingerprint = job_fingerprint(config)
     candidates = []
     for directory, run_file in folders:
-        checkpoint = last_checkpoint(directory)
+        checkpoint = resumable_checkpoint(directory)
         same_job = recorded_fingerprint(run_file) == fingerprint
-        if same_job and checkpoint.is_file() and run_status(directory) != "completed":
+        if same_job and checkpoint is not None and run_status(directory) != "completed":
             candidates.append((checkpoint.stat().st_mtime, directory))
     return max(candidates)[1] if candidates else None
 
@@ -194,11 +219,12 @@ def continued_run(directory: Path, checkpoint: Path, config: dict[str, Any]) -> 
 
 def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunPlan:
     if path.is_dir():
-        checkpoint = last_checkpoint(path)
-        if not checkpoint.is_file():
+        checkpoint = resumable_checkpoint(path)
+        if checkpoint is None:
             raise FileNotFoundError(
-                f"resume={path}: no {checkpoint.relative_to(path)} in that folder "
-                "(a run saves it at its first evaluation); resume=null starts afresh"
+                f"resume={path}: no {last_checkpoint(path).relative_to(path)} in that folder "
+                f"(nor {PRETRAIN_LAST_CHECKPOINT}.ckpt; a run saves it at its first evaluation); "
+                "resume=null starts afresh"
             )
         return continued_run(path, checkpoint, config)
     if path.is_file() and path.suffix == ".ckpt":
@@ -232,7 +258,7 @@ def plan_auto(
     searched = run_folders([output_dir, *roots])  # walked once for the three questions below
     unfinished = find_unfinished_run(searched, config)
     if unfinished is not None:
-        return continued_run(unfinished, last_checkpoint(unfinished), config)
+        return continued_run(unfinished, resumable_checkpoint(unfinished), config)
     completed = find_completed_run(searched, config)
     if completed is not None:
         log.info("resume=auto: this job completed in %s; reporting that run, nothing is trained", completed)
@@ -257,7 +283,8 @@ def plan_run(
       else, when a run of the same job completed, skip the job and report that run's summary.json;
       else start afresh. A run of the same command-line overrides but another config (the config files
       changed since) is refused with one line instead: ``resume=null`` starts it afresh.
-    - ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``) or a ``.ckpt`` file. A checkpoint
+    - ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``, else ``pretrain-last.ckpt``) or a
+      ``.ckpt`` file. A checkpoint
       inside a run folder continues that folder (its config must equal this one); any other ``.ckpt``
       starts this run's new folder from its state.
     - ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
@@ -272,7 +299,7 @@ def plan_run(
         own_run = read_run_file(output_dir)  # the job's own folder only: a requeued job's
         if own_run is None or find_unfinished_run([(output_dir, own_run)], config) is None:
             return RunPlan(output_dir, new_run_id())
-        plan = continued_run(output_dir, last_checkpoint(output_dir), config)
+        plan = continued_run(output_dir, resumable_checkpoint(output_dir), config)
     elif resume == "auto":
         plan = plan_auto(config, output_dir, roots, job_overrides)
         if plan.checkpoint is None:

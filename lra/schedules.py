@@ -3,6 +3,7 @@ optimizer step.
 
 - ``warmup_linear`` (the task default): the learning rate rises linearly over the first ``warmup``
   steps, ``lr · (s + 1) / warmup``, then falls linearly to 0 at ``total`` steps.
+- ``warmup_constant`` (self-pretraining, Amos et al.): the same warm-up, then ``lr`` to the end.
 - ``one_cycle`` (the Skyformer and Nyströmformer authors' code): torch's ``OneCycleLR`` with
   ``max_lr = lr``, ``pct_start = warmup / total``, linear annealing and its other defaults: from
   ``lr / 25`` up to ``lr`` at step ``warmup``, then down to ``lr / (25 · 10⁴)`` at ``total``; with
@@ -30,6 +31,11 @@ def warmup_linear(optimizer: Optimizer, lr: float, warmup: int, total: int) -> L
     return LambdaLR(optimizer, factor)
 
 
+def warmup_constant(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """Linear warm-up over ``warmup`` steps, then constant (factor of ``lr``; ``total`` is not used)."""
+    return LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
+
+
 def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
     """``OneCycleLR`` as the authors configure it (see the module docstring); needs ``warmup <= total``."""
     return OneCycleLR(
@@ -37,7 +43,11 @@ def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRSch
     )
 
 
-SCHEDULES: dict[str, ScheduleBuilder] = {"warmup_linear": warmup_linear, "one_cycle": one_cycle}
+SCHEDULES: dict[str, ScheduleBuilder] = {
+    "warmup_linear": warmup_linear,
+    "warmup_constant": warmup_constant,
+    "one_cycle": one_cycle,
+}
 
 
 def build_schedule(name: str, optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:

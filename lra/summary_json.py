@@ -23,7 +23,7 @@ from data_prep.storage import write_json
 from lra.naming import record_swept_keys, short_keys
 
 SUMMARY_FILE = "summary.json"
-SCHEMA = 2  # the layout of summary.json (make_summary); raised when a reader must tell layouts apart
+SCHEMA = 3  # the layout of summary.json (make_summary); raised when a reader must tell layouts apart
 STATUSES = ("completed", "failed", "nan", "interrupted")
 METRIC_KEYS = (
     "val/acc_best",
@@ -105,6 +105,49 @@ def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def pretrain_record(
+    *,
+    source: Path | str | None,
+    steps: int,
+    mask_prob: float | None,
+    loss: str | None,
+    masked_acc: float | None = None,
+    time_s: float | None = None,
+) -> dict[str, Any]:
+    """summary.json's ``pretrain`` record of a self-pretrained run (module docstring); ``source``: the
+    weights file of ``pretrain.from``, None when the job pretrained itself."""
+    return {
+        "mode": "masked",
+        "from": None if source is None else str(source),
+        "steps": steps,
+        "mask_prob": mask_prob,
+        "loss": loss,
+        "masked_acc": masked_acc,
+        "time_s": time_s,
+    }
+
+
+def planned_pretrain(pretrain: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``pretrain`` record of a run whose pretraining has not run (yet), from its plain ``pretrain``
+    config node: None for a run from scratch."""
+    if (pretrain or {}).get("mode") != "masked":
+        return None
+    return pretrain_record(
+        source=pretrain.get("from"), steps=0, mask_prob=pretrain.get("mask_prob"), loss=pretrain.get("loss")
+    )
+
+
+def pretrain_metrics(pretrain: dict[str, Any] | None) -> dict[str, Any]:
+    """The metrics a ``pretrain`` record adds to summary.json (none for a run from scratch)."""
+    if pretrain is None:
+        return {}
+    return {
+        "perf/pretrain_time_s": pretrain["time_s"],
+        "val/pretrain_acc": pretrain["masked_acc"],
+        "pretrain/steps": pretrain["steps"],
+    }
+
+
 def make_summary(
     cfg: DictConfig,
     *,
@@ -117,27 +160,38 @@ def make_summary(
     data: dict[str, Any] | None = None,
     resumed_from: Path | None = None,
     job: dict[str, Any] | None = None,
+    pretrain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json record of one run; ``job``: its ``name``, varied ``options`` and
-    ``fingerprint`` (``lra.resume.job_record``). The record::
+    ``fingerprint`` (``lra.resume.job_record``); ``pretrain``: what its pretraining stage recorded
+    (None: what its config plans, ``planned_pretrain``). The record::
 
-        {"schema": SCHEMA (a summary without it is schema 1: no majority_share, no test/*_final),
+        {"schema": SCHEMA (2: no "pretrain"; a summary without it is schema 1: no majority_share, no
+                   test/*_final),
          "task", "attention", "seed" (seeds the model, the training order and every random draw),
          "status": one of STATUSES, "error",
          "metrics": {METRIC_KEYS: test/acc, test/loss of the checkpoint selected on validation,
-                     test/*_final of the final weights; "perf/peak_gpu_mem_mb" or "perf/peak_rss_mb"},
+                     test/*_final of the final weights; "perf/peak_gpu_mem_mb" or "perf/peak_rss_mb";
+                     train/steps and perf/* are fine-tuning's; a self-pretrained run adds
+                     "perf/pretrain_time_s", "val/pretrain_acc", "pretrain/steps"},
          "config": {resolved}, "versions", "device", "git_commit", "started", "finished", "output_dir",
          "data": {"dataset", "set", "source", "seed", "command", "majority_share": {split: share}}
                  (the dataset recipe, the prepared set used, its source, its generator/split seed,
                  the command that rebuilds it, each split's share of its most frequent label, 0-1:
                  what a run at chance scores; null when the run stopped before loading it),
          "protocol": protocol_record, "resumed_from": the checkpoint this segment continued from or null,
+         "pretrain": null for a run from scratch, else {"mode": "masked", "from": the weights file of
+                 pretrain.from, or null when the job pretrained itself, "steps": pretraining steps run,
+                 "mask_prob", "loss": "ce"|"l1", "masked_acc": the masked-token accuracy on the val
+                 split's inputs of the weights fine-tuning started from (0-1, or null), "time_s":
+                 pretraining seconds, or null} (docs/pretraining.md),
          "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
          "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     config = plain_config(cfg)
+    pretrain = planned_pretrain(config.get("pretrain")) if pretrain is None else pretrain
     return {
         "schema": SCHEMA,
         "task": cfg.task.name,
@@ -145,7 +199,7 @@ def make_summary(
         "seed": cfg.seed,
         "status": status,
         "error": error,
-        "metrics": {**dict.fromkeys(METRIC_KEYS), **metrics},
+        "metrics": {**dict.fromkeys(METRIC_KEYS), **metrics, **pretrain_metrics(pretrain)},
         "config": config,
         "versions": versions(),
         "device": device,
@@ -156,6 +210,7 @@ def make_summary(
         "data": data,
         "protocol": protocol_record(config),
         "resumed_from": None if resumed_from is None else str(resumed_from),
+        "pretrain": pretrain,
         **(job or {}),
     }
 
@@ -185,12 +240,36 @@ def format_memory(metrics: dict[str, Any]) -> str:
     return "-"
 
 
-TABLE_COLUMNS = ("task", "attention", "seed", "status", "best val acc", "test acc", "time", "peak memory")
+TABLE_COLUMNS = (
+    "task",
+    "attention",
+    "SPT",
+    "seed",
+    "status",
+    "best val acc",
+    "test acc",
+    "time",
+    "peak memory",
+)
 
 
 def option_columns(summaries: list[dict[str, Any]]) -> list[str]:
     """The options the jobs' sweep varies (summary.json ``options``), in the order first seen."""
     return list(dict.fromkeys(key for summary in summaries for key in summary.get("options") or {}))
+
+
+def training_time(metrics: dict[str, Any]) -> float | None:
+    """Seconds of training, the pretraining stage's included (None when the run did not train)."""
+    times = [metrics.get(key) for key in ("perf/pretrain_time_s", "perf/train_time_s")]
+    return None if all(time is None for time in times) else sum(time or 0.0 for time in times)
+
+
+def pretrain_label(summary: dict[str, Any]) -> str:
+    """The SPT column: ``-`` from scratch, ``masked``, or ``masked (from)`` for weights of pretrain.from."""
+    pretrain = summary.get("pretrain")  # a summary of schema < 3 has none: a run from scratch
+    if pretrain is None:
+        return "-"
+    return f"{pretrain['mode']} (from)" if pretrain.get("from") else pretrain["mode"]
 
 
 def table_row(summary: dict[str, Any], options: list[str]) -> tuple[str, ...]:
@@ -200,18 +279,19 @@ def table_row(summary: dict[str, Any], options: list[str]) -> tuple[str, ...]:
         summary["task"],
         summary["attention"],
         *(str(values.get(key, "-")) for key in options),
+        pretrain_label(summary),
         str(summary["seed"]),
         summary["status"],
         format_accuracy(metrics.get("val/acc_best")),
         format_accuracy(metrics.get("test/acc")),
-        format_duration(metrics.get("perf/train_time_s")),
+        format_duration(training_time(metrics)),
         format_memory(metrics),
     )
 
 
 def format_table(summaries: list[dict[str, Any]]) -> str:
-    """A plain-text table: task, attention, a column per option the sweep varies, seed, status, best val
-    acc, test acc, time, peak memory."""
+    """A plain-text table: task, attention, a column per option the sweep varies, SPT (self-pretraining,
+    ``pretrain_label``), seed, status, best val acc, test acc, time (both stages'), peak memory."""
     options = option_columns(summaries)
     header = (*TABLE_COLUMNS[:2], *short_keys(options).values(), *TABLE_COLUMNS[2:])
     rows = [header, *(table_row(summary, options) for summary in summaries)]

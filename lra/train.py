@@ -1,5 +1,5 @@
-"""One job from a composed config: check, plan (fresh or resumed), build, fit, test the final weights
-and the best checkpoint, write summary.json.
+"""One job from a composed config: check, plan (fresh or resumed), build, self-pretrain when the config
+says so (``lra.pretrain_stage``), fit, test the final weights and the best checkpoint, write summary.json.
 
 Everything a run is made of is built here (``build_model``, ``build_module``, ``build_datamodule``,
 ``build_trainer``), so a change to how runs are trained has one place to go.
@@ -16,45 +16,45 @@ import lightning as L
 import torch
 from hydra.utils import instantiate
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig, OmegaConf
 
-from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor, ValidateAtLastStep
+from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
 from lra.job_end import failures_noted, record_outcome, report_completed
 from lra.job_state import JobState, TrainerParts
-from lra.loggers import RunIdentity, build_loggers, finish_loggers
+from lra.loggers import ResumePoint, RunIdentity, build_loggers, finish_loggers
 from lra.memory import keep_freed_heap
 from lra.model import LRAClassifier
 from lra.module import LRALitModule
 from lra.naming import attention_budget
-from lra.preemption import lightning_plugins
+from lra.pretrain_stage import finetuning_config, is_masked, model_vocab_size, prepare_encoder
 from lra.resume import (
-    CHECKPOINT_DIR,
     LAST_CHECKPOINT,
     RunPlan,
     checkpoint_step,
+    is_pretraining_checkpoint,
     job_record,
     plan_run,
     record_plan,
 )
 from lra.summary_json import now_iso
-from lra.training_state import TrainingOrderState
+from lra.trainers import best_checkpoint, stage_trainer
 
 log = logging.getLogger(__name__)
 
 
 def build_model(cfg: DictConfig) -> LRAClassifier:
-    """The shared encoder for ``cfg.task`` (``cfg.model`` its options) with the attention of
-    ``cfg.attention`` in every layer; a ``ConfigError`` (one line) when an argument is invalid."""
+    """The shared encoder for ``cfg.task`` (``cfg.model`` its options; its vocabulary has [MASK] too
+    when the run self-pretrains) with the attention of ``cfg.attention`` in every layer; a
+    ``ConfigError`` (one line) when an argument is invalid."""
     options = OmegaConf.to_container(cfg.model, resolve=True)
     compile_encoder = options.pop("compile")
     try:
         model = LRAClassifier(
-            vocab_size=cfg.task.vocab_size,
+            vocab_size=model_vocab_size(cfg),
             num_classes=cfg.task.num_classes,
             seq_len=cfg.task.seq_len,
             attention=instantiate(cfg.attention),
@@ -92,75 +92,22 @@ def build_module(cfg: DictConfig) -> LRALitModule:
 
 
 def build_datamodule(cfg: DictConfig) -> LRADataModule:
-    task = cfg.task
-    return LRADataModule(
-        root=Path(cfg.data_root).resolve(),
-        dataset=task.dataset,
-        batch_size=task.batch_size,
-        expected={key: task[key] for key in ("seq_len", "vocab_size", "num_classes")},
-        dual=task.dual,
-        val_from_test=task.val_from_test,
-        num_workers=cfg.num_workers,
-        seed=cfg.seed,
-    )
-
-
-def clipping(protocol: DictConfig) -> dict[str, Any]:
-    """The Trainer's gradient-clipping arguments for ``protocol.clip`` (norm, value or null)."""
-    if protocol.clip is None:
-        return {"gradient_clip_val": None}
-    return {"gradient_clip_val": protocol.clip_value, "gradient_clip_algorithm": protocol.clip}
+    return LRADataModule.of_config(cfg, cfg.task.batch_size)
 
 
 def build_trainer(cfg: DictConfig, output_dir: Path, loggers: list[Logger]) -> TrainerParts:
-    """A Lightning Trainer from ``cfg.trainer`` that validates every ``task.eval_every`` steps and at the
-    last step, clips gradients as ``cfg.protocol`` says, keeps the checkpoint of the best ``val/acc``
-    within the selection window and measures the ``perf/*`` metrics.
-
-    ``checkpoints/last.ckpt`` holds the full training state after every evaluation, and after an
-    exception (Lightning's SIGTERM handling raises one at the end of the current step): what
-    ``resume`` continues from. The extra callbacks of ``cfg.callbacks`` run after these.
-    """
-    efficiency = EfficiencyMonitor()
-    checkpoint = BestCheckpointInWindow(
-        dirpath=output_dir / CHECKPOINT_DIR,
-        filename="best",
-        monitor="val/acc",
-        mode="max",
-        save_top_k=1,
-        auto_insert_metric_name=False,
+    """The fine-tuning trainer of ``lra.trainers.stage_trainer`` over ``trainer.max_steps`` steps: it
+    keeps the checkpoint of the best ``val/acc`` within the selection window, its full state in
+    ``checkpoints/last.ckpt``, and measures the ``perf/*`` metrics."""
+    return stage_trainer(
+        cfg,
+        output_dir,
+        loggers,
+        max_steps=cfg.trainer.max_steps,
+        best=best_checkpoint(output_dir, "best", "val/acc", BestCheckpointInWindow),
+        last_name=LAST_CHECKPOINT,
+        efficiency=EfficiencyMonitor(),
     )
-    last_state = ModelCheckpoint(  # after ``checkpoint``, so that it saves that callback's updated state
-        dirpath=output_dir / CHECKPOINT_DIR,
-        filename=LAST_CHECKPOINT,
-        monitor=None,
-        save_top_k=1,
-        save_on_exception=True,
-        enable_version_counter=False,
-    )
-    extra = [instantiate(node) for node in cfg.callbacks.values()]
-    # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
-    refresh = cfg.trainer.log_every_n_steps
-    progress = [TQDMProgressBar(refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
-    trainer = L.Trainer(
-        **OmegaConf.to_container(cfg.trainer, resolve=True),
-        **clipping(cfg.protocol),
-        val_check_interval=cfg.task.eval_every,
-        check_val_every_n_epoch=None,
-        callbacks=[
-            efficiency,
-            TrainingOrderState(),
-            checkpoint,
-            last_state,
-            ValidateAtLastStep(),
-            *progress,
-            *extra,
-        ],
-        logger=loggers or False,
-        plugins=lightning_plugins(),
-        default_root_dir=output_dir,
-    )
-    return TrainerParts(trainer, efficiency, checkpoint)
 
 
 def tested_metrics(parts: TrainerParts, module: LRALitModule, datamodule: LRADataModule) -> dict[str, Any]:
@@ -185,16 +132,20 @@ def tested_metrics(parts: TrainerParts, module: LRALitModule, datamodule: LRADat
 
 
 def train_and_test(cfg: DictConfig, plan: RunPlan, job: dict[str, Any], state: JobState) -> None:
-    """Build the run, fit it as ``plan`` says (afresh or from its checkpoint, in its folder) and test it;
-    ``state`` holds what was built, so that a failure is recorded with it."""
+    """Build the run, self-pretrain its encoder if ``cfg.pretrain`` says so, fit it as ``plan`` says
+    (afresh or from its checkpoint, in its folder) and test it; ``state`` holds what was built, so
+    that a failure is recorded with it."""
     state.run_dir, state.resumed_from = plan.directory, plan.checkpoint
-    resumed_step = None if plan.checkpoint is None else checkpoint_step(plan.checkpoint)
+    resumed = None
+    if plan.checkpoint is not None:
+        resumed = ResumePoint(checkpoint_step(plan.checkpoint), is_pretraining_checkpoint(plan.checkpoint))
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     if cfg.steady_heap and not keep_freed_heap():
         log.info("steady_heap: this C library is not glibc; its malloc keeps its own settings")
+    tuned = finetuning_config(cfg)  # trainer.max_steps: fine-tuning's steps
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    module = build_module(cfg)  # a bad model or attention option stops here, before any data work
+    module = build_module(tuned)  # a bad model or attention option stops here, before any data work
     datamodule = state.datamodule = build_datamodule(cfg)
     if rank_zero_only.rank == 0:  # a missing set is built (or reported) before any logger starts
         datamodule.prepare_data()
@@ -206,12 +157,17 @@ def train_and_test(cfg: DictConfig, plan: RunPlan, job: dict[str, Any], state: J
         plan.wandb_run_id,
         job["options"],
         attention_budget(cfg.attention),
+        is_masked(cfg),
     )
     state.loggers = build_loggers(
-        cfg.logger, run_identity, plan.directory, OmegaConf.to_container(cfg, resolve=True), resumed_step
+        cfg.logger, run_identity, plan.directory, OmegaConf.to_container(cfg, resolve=True), resumed
     )
-    parts = state.parts = build_trainer(cfg, plan.directory, state.loggers)
-    parts.trainer.fit(module, datamodule=datamodule, ckpt_path=plan.checkpoint)
+    prepare_encoder(cfg, module.model.encoder, plan, state.loggers, state)
+    if is_masked(cfg):  # fine-tuning draws the same however (and whether in this job) it was pretrained
+        L.seed_everything(cfg.seed, workers=True, verbose=False)
+    parts = state.parts = build_trainer(tuned, plan.directory, state.loggers)
+    finetuned_from = None if is_pretraining_checkpoint(plan.checkpoint) else plan.checkpoint
+    parts.trainer.fit(module, datamodule=datamodule, ckpt_path=finetuned_from)
     state.metrics = tested_metrics(parts, module, datamodule)
 
 

@@ -198,7 +198,8 @@ def test_launchers_compose(launcher):
         ("features=-3", r"^features=-3 is invalid"),
         (
             "protocol.schedule=cosine",
-            r"^protocol.schedule='cosine' is invalid: it must be one of warmup_linear, one_cycle$",
+            r"^protocol.schedule='cosine' is invalid: it must be one of "
+            r"warmup_linear, warmup_constant, one_cycle$",
         ),
         ("protocol.clip=l2", r"^protocol.clip='l2' is invalid: it must be one of norm, value, null"),
         ("protocol.clip_value=-1", r"^protocol.clip_value=-1 is invalid: it must be a number > 0$"),

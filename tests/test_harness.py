@@ -71,7 +71,8 @@ def test_summary_json_schema(data_root, tmp_path):
     assert summary["output_dir"] == str(tmp_path.resolve())
     assert 0 <= summary["metrics"]["test/acc"] <= 1 and summary["metrics"]["model/params"] > 1000
     assert (tmp_path / "checkpoints" / "best.ckpt").is_file()
-    assert summary["schema"] == SCHEMA == 2
+    assert summary["schema"] == SCHEMA == 3
+    assert summary["pretrain"] is None  # trained from scratch
     assert 0 <= summary["metrics"]["test/acc_final"] <= 1  # the final weights, one more test pass
     shares = summary["data"]["majority_share"]
     assert set(shares) == {"train", "val", "test"} and all(0 < share <= 1 for share in shares.values())

@@ -43,6 +43,7 @@ def test_single_run_writes_its_folder_and_prints_the_table(data_root, tmp_path):
     assert header.split() == [
         "task",
         "attention",
+        "SPT",
         "seed",
         "status",
         "best",
@@ -55,7 +56,8 @@ def test_single_run_writes_its_folder_and_prints_the_table(data_root, tmp_path):
         "memory",
     ]
     assert any(
-        line.split()[:4] == ["retrieval", "nystrom", "2", "completed"] for line in result.stdout.splitlines()
+        line.split()[:5] == ["retrieval", "nystrom", "-", "2", "completed"]
+        for line in result.stdout.splitlines()
     )
     assert (summary_file.parent / ".hydra" / "config.yaml").is_file()
 
@@ -99,7 +101,18 @@ def test_help_names_the_app_its_first_commands_and_every_group(tmp_path):
     ):
         assert f"  {command}" in lines, result.stdout
     listed = dict(line.split(": ", 1) for line in lines if ": " in line and not line.startswith(" "))
-    for group in ("task", "attention", "model", "trainer", "logger", "experiment", "debug", "hparams_search"):
+    groups = (
+        "task",
+        "attention",
+        "model",
+        "pretrain",
+        "trainer",
+        "logger",
+        "experiment",
+        "debug",
+        "hparams_search",
+    )
+    for group in groups:
         options = sorted(path.stem for path in (REPO / "conf" / group).glob("*.yaml"))
         assert listed[group].split(", ") == options, group
     assert not (tmp_path / "outputs").exists()

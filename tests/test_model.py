@@ -83,8 +83,8 @@ def test_mean_pooling_divides_by_real_tokens():
     """A sequence and the same sequence with extra padding pool to the same vector."""
     model = make_model()
     short = random_tokens(1, [6])
-    pooled = model.encoder(short, padding_mask(torch.tensor([6]), SEQ))
-    alone = model.encoder(short[:, :6], torch.ones(1, 6, dtype=torch.bool))
+    pooled = model.pooled(short, padding_mask(torch.tensor([6]), SEQ))
+    alone = model.pooled(short[:, :6], torch.ones(1, 6, dtype=torch.bool))
     torch.testing.assert_close(pooled, alone, atol=1e-5, rtol=1e-5)
 
 
@@ -117,8 +117,8 @@ def test_dual_encodes_both_documents_with_one_encoder():
     )
     logits = model(tokens, lengths)
     assert logits.shape == (2, 2)
-    u = model.encoder(tokens[:, 0], padding_mask(lengths[:, 0], SEQ))
-    v = model.encoder(tokens[:, 1], padding_mask(lengths[:, 1], SEQ))
+    u = model.pooled(tokens[:, 0], padding_mask(lengths[:, 0], SEQ))
+    v = model.pooled(tokens[:, 1], padding_mask(lengths[:, 1], SEQ))
     expected = model.classifier(torch.cat([u, v, u * v, u - v], dim=-1))
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
     assert model.classifier[0].in_features == 4 * 32

@@ -51,10 +51,10 @@ def summary(attention: str, landmarks: str, status: str = "completed") -> dict:
 
 def test_the_sweep_table_has_a_column_per_swept_option():
     lines = format_table([summary("nystrom", "8"), summary("nystrom", "16", "failed")]).splitlines()
-    assert lines[0].split()[:4] == ["task", "attention", "num_landmarks", "seed"]
-    assert [line.split()[:5] for line in lines[2:]] == [
-        ["listops", "nystrom", "8", "0", "completed"],
-        ["listops", "nystrom", "16", "0", "failed"],
+    assert lines[0].split()[:5] == ["task", "attention", "num_landmarks", "SPT", "seed"]
+    assert [line.split()[:6] for line in lines[2:]] == [
+        ["listops", "nystrom", "8", "-", "0", "completed"],
+        ["listops", "nystrom", "16", "-", "0", "failed"],
     ]
 
 

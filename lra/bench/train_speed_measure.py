@@ -33,7 +33,8 @@ from lra.checks import check_config
 from lra.memory import keep_freed_heap
 from lra.paths import CONFIG_DIR
 from lra.published_numbers import RUN_COST
-from lra.train import build_module, clipping
+from lra.train import build_module
+from lra.trainers import clipping
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels
 BAREBONES_LOG_WARNING = r".*self\.log\(\)` but `Trainer\(barebones=True\)` is configured.*"

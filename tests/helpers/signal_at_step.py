@@ -4,6 +4,8 @@
 +callbacks.kill.signal=SIGTERM`` with ``tests/`` on PYTHONPATH: the signal lands after the 5th optimizer
 step, exactly as one sent from outside (by a cluster before pre-emption, or ``kill -9``) at that moment.
 ``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on.
+``module``: the class name of the LightningModule whose training it stops (``MaskedPretrainModule``:
+the self-pretraining stage; ``LRALitModule``: fine-tuning); None stops the first to reach the step.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from lightning.pytorch.callbacks import Callback
 
 
 class SignalAtStep(Callback):
-    def __init__(self, step: int, signal: str, once: str) -> None:
+    def __init__(self, step: int, signal: str, once: str, module: str | None = None) -> None:
         self.step = step
         self.signal = signals.Signals[signal]
         self.once = Path(once)
+        self.module = module
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx):
+        if self.module is not None and type(pl_module).__name__ != self.module:
+            return
         if trainer.global_step == self.step and not self.once.exists():
             self.once.touch()
             os.kill(os.getpid(), self.signal)

@@ -1,0 +1,92 @@
+"""The Lightning Trainer of a training stage (fine-tuning, or self-pretraining before it).
+
+Each stage's trainer takes ``cfg.trainer``'s options with the stage's own ``max_steps``, clips
+gradients as ``cfg.protocol`` says, validates every ``task.eval_every`` steps and at its last step,
+saves the training order and RNG states in every checkpoint (``lra.training_state``), keeps the
+stage's best checkpoint and its full state in ``checkpoints/<last_name>.ckpt`` after every
+evaluation and after an exception (Lightning's SIGTERM handling raises one at the end of the current
+step): what ``resume`` continues from. The extra callbacks of ``cfg.callbacks`` run after these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from hydra.utils import instantiate
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.loggers import Logger
+from omegaconf import DictConfig, OmegaConf
+
+from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
+from lra.job_state import TrainerParts
+from lra.preemption import lightning_plugins
+from lra.resume import CHECKPOINT_DIR
+from lra.training_state import TrainingOrderState
+
+
+def clipping(protocol: DictConfig) -> dict[str, Any]:
+    """The Trainer's gradient-clipping arguments for ``protocol.clip`` (norm, value or null)."""
+    if protocol.clip is None:
+        return {"gradient_clip_val": None}
+    return {"gradient_clip_val": protocol.clip_value, "gradient_clip_algorithm": protocol.clip}
+
+
+def best_checkpoint(
+    output_dir: Path, name: str, monitor: str, kind: type[ModelCheckpoint] = ModelCheckpoint
+) -> ModelCheckpoint:
+    """``checkpoints/<name>.ckpt``: the weights of the evaluation with the highest ``monitor``."""
+    return kind(
+        dirpath=output_dir / CHECKPOINT_DIR,
+        filename=name,
+        monitor=monitor,
+        mode="max",
+        save_top_k=1,
+        auto_insert_metric_name=False,
+    )
+
+
+def stage_trainer(
+    cfg: DictConfig,
+    output_dir: Path,
+    loggers: list[Logger],
+    *,
+    max_steps: int,
+    best: ModelCheckpoint,
+    last_name: str,
+    efficiency: EfficiencyMonitor,
+) -> TrainerParts:
+    """The trainer of one stage of ``max_steps`` steps (module docstring); ``best`` keeps its best
+    checkpoint, ``checkpoints/<last_name>.ckpt`` its full state."""
+    last_state = ModelCheckpoint(  # after ``best``, so that it saves that callback's updated state
+        dirpath=output_dir / CHECKPOINT_DIR,
+        filename=last_name,
+        monitor=None,
+        save_top_k=1,
+        save_on_exception=True,
+        enable_version_counter=False,
+    )
+    extra = [instantiate(node) for node in cfg.callbacks.values()]
+    # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
+    refresh = cfg.trainer.log_every_n_steps
+    progress = [TQDMProgressBar(refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
+    trainer = L.Trainer(
+        **{**OmegaConf.to_container(cfg.trainer, resolve=True), "max_steps": max_steps},
+        **clipping(cfg.protocol),
+        val_check_interval=cfg.task.eval_every,
+        check_val_every_n_epoch=None,
+        callbacks=[
+            efficiency,
+            TrainingOrderState(),
+            best,
+            last_state,
+            ValidateAtLastStep(),
+            *progress,
+            *extra,
+        ],
+        logger=loggers or False,
+        plugins=lightning_plugins(),
+        default_root_dir=output_dir,
+    )
+    return TrainerParts(trainer, efficiency, best)
