@@ -5,7 +5,7 @@ val/acc_best and parameters, its trials completed / failed / interrupted / runni
 Optuna's own matplotlib visualisation: the optimisation history and the parameter importances (mean
 decrease in impurity of a random forest over the completed trials)::
 
-    python -m lra.report.studies --runs multirun --out results/studies [--storage postgresql://...]
+    python -m lra.report.studies --runs multirun [--out outputs/report/studies] [--storage postgresql://...]
 """
 
 from __future__ import annotations
@@ -129,7 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     description = __doc__.split("\n\n")[0]
     parser = argparse.ArgumentParser(prog="python -m lra.report.studies", description=description)
     parser.add_argument("--runs", type=Path, default=Path("multirun"), help="folder searched for optuna.db")
-    parser.add_argument("--out", type=Path, default=Path("results/studies"), help="where studies.md goes")
+    parser.add_argument(
+        "--out", type=Path, default=Path("outputs/report/studies"), help="where studies.md and its plots go"
+    )
     parser.add_argument(
         "--storage", action="append", default=[], help="another study storage (SQLAlchemy URL)"
     )
