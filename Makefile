@@ -30,7 +30,7 @@ torch: $(PY)
 install: torch
 	$(PIP) install -q -e ".[dev,cluster,search]"
 
-# The README's main job: a ~5 minute CPU demo (ListOps from the built-in generator, short sequences).
+# The README's main job: the CPU demo (ListOps from the built-in generator, short sequences).
 run: install
 	$(PY) -m lra experiment=demo $(ARGS)
 
@@ -41,7 +41,7 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# The synthetic tasks need no download; the others need their sources (see README).
+# The synthetic tasks need no download; the others need their sources (docs/data.md).
 data: install
 	$(PY) -m data_prep listops --root $(LRA_DATA)
 	$(PY) -m data_prep pathfinder --generate --root $(LRA_DATA)

@@ -1,4 +1,4 @@
-"""Hyperparameter search with Optuna through Hydra (``hparams_search=lra``, README "Tuning").
+"""Hyperparameter search with Optuna through Hydra (``hparams_search=lra``, docs/tuning.md).
 
 - ``study``: the study's name, storage and trial counts;
 - ``sweeper``: the sweep loop of ``hydra/sweeper=lra_optuna`` (trials in total, failed trials, heartbeats);
