@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/*.md", "*/README.md", "results/*/README.md")
 SKIPPED_FOLDERS = {".venv", "outputs", "multirun", "data", "wandb"}
-LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")  # the target of [text](target), ![alt](target) and nested ones
 INLINE_CODE = re.compile(r"`[^`]*`")
 README_MAX_LINES = 250
 
