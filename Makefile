@@ -28,9 +28,10 @@ torch: $(PY)
 	fi
 
 install: torch
-	$(PIP) install -q -e ".[dev,cluster,search]"
+	$(PIP) install -q -e ".[dev,cluster,search,dashboards]"
 
-# The README's main job: the CPU demo (ListOps from the built-in generator, short sequences).
+# The README's main job: a short CPU demo (conf/experiment/demo.yaml: ListOps from the built-in
+# generator, short sequences).
 run: install
 	$(PY) -m lra experiment=demo $(ARGS)
 
@@ -41,7 +42,7 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# The synthetic tasks need no download; the others need their sources (docs/data.md).
+# The synthetic tasks need no download; the others need their sources (see README).
 data: install
 	$(PY) -m data_prep listops --root $(LRA_DATA)
 	$(PY) -m data_prep pathfinder --generate --root $(LRA_DATA)

@@ -6,7 +6,7 @@
 Importing the package imports every module in it, and each core's module registers it with
 ``@register_attention``: a new core is one new file here. Then the cores of other installed packages
 are loaded through the ``lra.attentions`` entry point group (``attention_zoo.plugins``).
-``available()`` lists their names.
+``available()`` lists their names. Pure PyTorch: nothing here imports Lightning, Hydra or ``lra``.
 """
 
 import importlib

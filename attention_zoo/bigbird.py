@@ -6,21 +6,8 @@ positions count as padding). With nb blocks numbered 0 … nb − 1:
 
 - the global blocks 0 and nb − 1 attend to every key, and every query block attends to them;
 - every other query block i attends to its window, blocks i − 1, i, i + 1, and to
-  ``num_random_blocks`` (r) random blocks, distinct and outside its window and the global blocks.
-
-Each head has its own random blocks. Padded keys never receive attention. A query block's keys are
-gathered as whole blocks, so memory is O(N · block_size · (5 + r)): no (N × N) matrix.
-
-Random blocks. The paper's code (google-research/bigbird, ``bigbird_block_rand_mask*``, seeded per
-layer) and the HuggingFace port (``np.random.seed(layer index)`` on every call) keep one pattern per
-layer and head for all of training: so does this core by default, drawn from a ``torch.Generator``
-seeded with the core's ``pattern_seed`` (drawn from torch's global RNG when the core is built, and
-saved in the state dict as extra state: a plain int, so no forward waits on a GPU to read it).
-``redraw_random_blocks=true`` draws new ones in every training forward from torch's global RNG, as
-the Skyformer authors' port does (``np.random.seed(None)`` on every call; there in evaluation too,
-here evaluation keeps the fixed pattern). Random blocks are drawn uniformly among all allowed
-blocks; the paper's code and its ports draw them from the first blocks of long sequences only (the
-first 1024 tokens at 3072 and 4096, through a "plan" the first 2r + 5 blocks at other lengths).
+  ``num_random_blocks`` (r) random blocks per head, distinct and outside its window and the global
+  blocks. Keys are gathered as whole blocks: memory O(N · block_size · (5 + r)), no (N × N) matrix.
 """
 
 from __future__ import annotations
@@ -41,7 +28,20 @@ class BigBirdAttention(nn.Module):
 
     A sequence of fewer than ``num_random_blocks + 5`` blocks (fewer than 512 tokens with the
     defaults) has too few blocks to draw the random ones outside the window and the global blocks:
-    there every query attends to every key, i.e. this is exact softmax attention.
+    there every query attends to every key, i.e. this is exact softmax attention. Padded keys never
+    receive attention.
+
+    Random blocks. The paper's code (google-research/bigbird, ``bigbird_block_rand_mask*``, seeded per
+    layer) and the HuggingFace port (``np.random.seed(layer index)`` on every call) keep one pattern
+    per layer and head for all of training: so does this core by default, drawn from a
+    ``torch.Generator`` seeded with the core's ``pattern_seed`` (drawn from torch's global RNG when the
+    core is built, and saved in the state dict as extra state: a plain int, so no forward waits on a
+    GPU to read it). ``redraw_random_blocks=true`` draws new ones in every training forward from
+    torch's global RNG, as the Skyformer authors' port does (``np.random.seed(None)`` on every call;
+    there in evaluation too, here evaluation keeps the fixed pattern). Random blocks are drawn
+    uniformly among all allowed blocks; the paper's code and its ports draw them from the first blocks
+    of long sequences only (the first 1024 tokens at 3072 and 4096, through a "plan" the first
+    2r + 5 blocks at other lengths).
 
     No ``attention_dropout``: the Skyformer authors' port drops nothing of the attention weights.
     """
@@ -159,8 +159,8 @@ class BigBirdAttention(nn.Module):
         bias = key_padding_bias(real, q.dtype)  # (B, 1, 1, nb·b)
 
         # global query blocks 0 and nb − 1: every key
-        global_queries = torch.cat([q[:, :, :size], q[:, :, -size:]], dim=2)
-        global_out = F.scaled_dot_product_attention(global_queries, k, v, attn_mask=bias)
+        global_queries = torch.cat([q[:, :, :size], q[:, :, -size:]], dim=2)  # (B, H, 2b, D)
+        global_out = F.scaled_dot_product_attention(global_queries, k, v, attn_mask=bias)  # (B, H, 2b, D)
 
         # query blocks 1 … nb − 2: the key blocks of the table, gathered per head
         table, duplicate = self.key_block_table(num_blocks, q.device)  # (H, nb − 2, S), (nb − 2, S)
@@ -168,11 +168,12 @@ class BigBirdAttention(nn.Module):
         flat_blocks = (table + num_blocks * torch.arange(heads, device=q.device)[:, None, None]).flatten()
         keys = k.reshape(batch, heads * num_blocks, size * dim).index_select(1, flat_blocks)
         values = v.reshape(batch, heads * num_blocks, size * dim).index_select(1, flat_blocks)
-        keys = keys.view(batch, heads * (num_blocks - 2), slots * size, dim)
+        keys = keys.view(batch, heads * (num_blocks - 2), slots * size, dim)  # (B, H·(nb − 2), S·b, D)
         values = values.view(batch, heads * (num_blocks - 2), slots * size, dim)
         key_bias = bias.view(batch, num_blocks, size)[:, table]  # (B, H, nb − 2, S, b)
         key_bias = key_bias.masked_fill(duplicate[:, :, None], torch.finfo(q.dtype).min / 2)
         key_bias = key_bias.view(batch, heads * (num_blocks - 2), 1, slots * size)
+        # (B, H·(nb − 2), b, D): each middle query block attends to its S key blocks
         middle_queries = q[:, :, size:-size].reshape(batch, heads * (num_blocks - 2), size, dim)
         middle_out = F.scaled_dot_product_attention(middle_queries, keys, values, attn_mask=key_bias)
 

@@ -1,22 +1,11 @@
 """Informer's ProbSparse self-attention (Zhou et al. 2021), non-causal, as the Skyformer authors' code
-runs it (their ``ProbAttention``, from the Informer authors' code).
+runs it (their ``ProbAttention``, from the Informer authors' code): each query scores a sample of the
+keys, the queries whose sampled scores peak most get full softmax attention and every other query
+gets the mean of V. With every query selected it is exact softmax attention.
 
-For an input of N tokens, with factor c = ⌈num_features / ln seq_len⌉ (``seq_len``: the longest
-sequence the core is built for; the Skyformer code's ``in_nb_features`` and ``max_seq_len``):
-
-1. each query i samples U = min(c·⌈ln N⌉, N) keys uniformly with replacement (one draw of indices
-   shared by the batch and the heads, from torch's global RNG) and scores them, s = q_i·k_j;
-2. its sparsity measure is M_i = max_j s − (Σ_j s) / N over the sampled keys;
-3. the u = min(c·⌈ln N⌉, N) queries of largest M get full softmax attention softmax(q_i Kᵀ/√d) V;
-   every other query gets the mean of V.
-
-With u = N every query is selected and this is exact softmax attention.
-
-Padding (a fix: the reference ignores the mask, so padded keys entered the softmax, the sample and
-the mean of V, and padded queries could be selected): here each sequence samples among its own
-real keys (index ⌊r·n_real⌋ into its real positions, for one shared uniform draw r), N in step 2 is
-its number of real keys, the softmax and the mean of V run over real keys only, and only real
-queries can be selected.
+Padding differs from the reference, which ignores the mask (padded keys enter its softmax, sample and
+mean of V, and padded queries can be selected): here each sequence samples among its own real keys,
+the softmax and the mean of V run over real keys only, and only real queries can be selected.
 """
 
 from __future__ import annotations
@@ -42,6 +31,18 @@ SAMPLE_CHUNK = 128  # queries whose sampled scores are taken at once
 @register_attention("informer", approximates="standard", budget_option="num_features")
 class InformerAttention(nn.Module):
     """ProbSparse attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
+
+    For an input of N tokens, with factor c = ⌈num_features / ln seq_len⌉ (``seq_len``: the longest
+    sequence the core is built for; the Skyformer code's ``in_nb_features`` and ``max_seq_len``):
+
+    1. each query i samples U = min(c·⌈ln N⌉, N) keys uniformly with replacement (one draw of indices
+       shared by the batch and the heads, from torch's global RNG) and scores them, s = q_i·k_j;
+    2. its sparsity measure is M_i = max_j s − (Σ_j s) / N over the sampled keys;
+    3. the u = min(c·⌈ln N⌉, N) queries of largest M get full softmax attention softmax(q_i Kᵀ/√d) V;
+       every other query gets the mean of V.
+
+    Under padding each sequence samples its real keys (index ⌊r·n_real⌋ into its real positions, for
+    one shared uniform draw r) and N in step 2 is its number of real keys.
 
     ``num_features`` is the budget (the Skyformer code's ``in_nb_features``: 128 in its LRA runs);
     the Informer paper's own factor c = 5 corresponds to num_features ≈ 5 · ln seq_len.
@@ -69,8 +70,8 @@ class InformerAttention(nn.Module):
         ⌊r · n_real(b)⌋, so each sequence samples uniformly among its own real keys.
         """
         length = real.shape[-1]
-        draws = torch.rand(length, self.sample_size(length), device=real.device)
-        count = real.sum(-1)
+        draws = torch.rand(length, self.sample_size(length), device=real.device)  # (N, U)
+        count = real.sum(-1)  # (B,)
         rank = (draws[None] * count[:, None, None]).long().clamp(max=length - 1)  # (B, N, U)
         real_first = torch.argsort(~real, dim=-1, stable=True)  # (B, N): real positions, in order, first
         return real_first.gather(1, rank.flatten(1)).view_as(rank)
@@ -89,13 +90,14 @@ class InformerAttention(nn.Module):
         batch, heads, length, dim = q.shape
         count = real.sum(-1)  # (B,)
         with torch.no_grad():
-            sparsity = sparsity_measure(q, k, sampled, count.clamp(min=1))
+            sparsity = sparsity_measure(q, k, sampled, count.clamp(min=1))  # (B, H, N)
             sparsity = sparsity.masked_fill(~real[:, None, :], -math.inf)
             top = sparsity.topk(self.sample_size(length), dim=-1, sorted=False).indices  # (B, H, u)
-        index = top[..., None].expand(-1, -1, -1, dim)
+        index = top[..., None].expand(-1, -1, -1, dim)  # (B, H, u, D)
         attended = F.scaled_dot_product_attention(
             q.gather(2, index), k, v, attn_mask=key_padding_bias(real, q.dtype)
         )  # (B, H, u, D)
+        # the mean of V over real keys: (B, H, 1, D)
         mean_value = zero_padding(v, real).sum(2, keepdim=True) / count.clamp(min=1)[:, None, None, None]
         return mean_value.expand(-1, -1, length, -1).scatter(2, index, attended)
 
@@ -107,8 +109,8 @@ def sparsity_measure(
 
     q, k: (B, H, N, D); sampled: (B, N, U) key positions; count: (B,) -> M (B, H, N).
     For ``SAMPLE_CHUNK`` queries at a time the scores against every key come from one matrix
-    product and the sampled ones are picked from them: on a CPU several times faster than gathering
-    U keys per query for a batch of matrix-vector products. Memory O(chunk · N).
+    product and the sampled ones are picked from them, rather than gathering U keys per query for a
+    batch of matrix-vector products, which runs slower on a CPU. Memory O(chunk · N).
     """
     batch, heads, length, _ = q.shape
     measure = torch.empty(batch, heads, length, dtype=q.dtype, device=q.device)

@@ -4,22 +4,8 @@
 
 No row normalisation: §4.1 puts κ(·, ·) V in place of softmax's D⁻¹ exp(QKᵀ/√p) V, and the
 authors' released code computes the same unnormalised product. ``skyformer`` approximates exactly
-this quantity.
-
-The product runs through ``scaled_dot_product_attention``, so it never holds the (n × n) kernel
-where a fused kernel exists (CPU, and CUDA's memory-efficient kernel). With x = q/p^¼, y = k/p^¼,
-
-    κ(x, y) = exp(x·y − ‖y‖²/2 − ‖x‖²/2),
-
-a softmax attention whose keys carry one more feature, −‖y‖²/2 (against a query feature 1), plus
-one extra key whose score is ‖x‖²/2 (a second query feature, against a key feature 1) and whose
-value is a one-hot extra channel. The softmax shares its normaliser Z between the value channels,
-Σⱼ exp(sⱼ) vⱼ / Z, and the extra channel, exp(‖x‖²/2) / Z, so their ratio is Σⱼ κ(x, yⱼ) vⱼ
-exactly. The extra key's score is never below another key's (it exceeds sⱼ by ‖x − yⱼ‖²/2, and by a
-margin against rounding, see ``MARGIN``), so it is the row maximum that the softmax subtracts: the
-extra channel is 1 / (1 + Σⱼ κ) ≥ 1/(n + 1) and cannot underflow. Padded keys get −∞-like feature
-values instead of −‖y‖²/2 (weight exactly 0, no mask tensor, so the fused path stays available); a
-row without a real key gives 0 / 1 = 0.
+this quantity. The product runs through ``scaled_dot_product_attention`` on augmented features
+(``gaussian_attention``), so it never holds the (n × n) kernel where a fused kernel exists.
 """
 
 from __future__ import annotations
@@ -70,8 +56,8 @@ def softmax_operands(
     """
     batch, heads, length, dim = x.shape
     width = -(-(dim + 2) // FEATURE_MULTIPLE) * FEATURE_MULTIPLE
-    half_sq_x = (0.5 + MARGIN) * x.square().sum(dim=-1, keepdim=True)
-    key_feature = -(0.5 + MARGIN) * y.square().sum(dim=-1, keepdim=True)
+    half_sq_x = (0.5 + MARGIN) * x.square().sum(dim=-1, keepdim=True)  # (B, H, n, 1)
+    key_feature = -(0.5 + MARGIN) * y.square().sum(dim=-1, keepdim=True)  # (B, H, N, 1)
     if mask is not None:
         key_feature = key_feature.masked_fill(~mask[:, None, :, None], EXCLUDED)
 
@@ -95,7 +81,18 @@ def gaussian_attention(
     x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout: float = 0.0
 ) -> torch.Tensor:
     """κ(x, y) v through ``scaled_dot_product_attention``: (B, H, n, d), (B, H, N, d), (B, H, N, d) ->
-    (B, H, n, d), float32.
+    (B, H, n, d), float32. It never holds the (n × N) kernel where a fused kernel exists (CPU, and
+    CUDA's memory-efficient kernel).
+
+    Since κ(x, y) = exp(x·y − ‖y‖²/2 − ‖x‖²/2), this is a softmax attention whose keys carry one more
+    feature, −‖y‖²/2 (against a query feature 1), plus one extra key whose score is ‖x‖²/2 (a second
+    query feature, against a key feature 1) and whose value is a one-hot extra channel. The softmax
+    shares its normaliser Z between the value channels, Σⱼ exp(sⱼ) vⱼ / Z, and the extra channel,
+    exp(‖x‖²/2) / Z, so their ratio is Σⱼ κ(x, yⱼ) vⱼ exactly. The extra key's score is never below
+    another key's (it exceeds sⱼ by ‖x − yⱼ‖²/2, and by a margin against rounding, see ``MARGIN``), so
+    it is the row maximum that the softmax subtracts: the extra channel is 1 / (1 + Σⱼ κ) ≥ 1/(n + 1)
+    and cannot underflow. Padded keys get −∞-like feature values instead of −‖y‖²/2 (weight exactly 0,
+    no mask tensor, so the fused path stays available); a row without a real key gives 0 / 1 = 0.
 
     Keys where ``mask`` (B, N) is False get weight 0; x, y, v carry zeros at padded positions (see
     ``softmax_operands``). ``dropout`` > 0 drops kernel entries (inverted scaling) through SDPA's own
@@ -103,7 +100,7 @@ def gaussian_attention(
     """
     queries, keys, values = softmax_operands(x, y, v, mask)
     dim = x.shape[-1]
-    out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)
+    out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)  # (B, H, n, F)
     numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
     if dropout > 0:
         dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)

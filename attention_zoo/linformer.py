@@ -5,13 +5,6 @@
 By default E and F are shared across heads (the paper's "headwise sharing") and each layer has its
 own. Padded keys and values are zeroed before the projection, so padded positions contribute
 nothing; an input of length n ≤ seq_len uses the first n rows of E and F.
-
-Options that reproduce the authors' LRA code (``attention_linformer.py``: one matrix of shape
-(heads, proj_dim, seq_len) = this Eᵀ per head, used for keys and values, drawn from N(0, 0.02²)):
-
-- Skyformer: ``per_head=True, share_kv=True, init_std=0.02``, one matrix per layer;
-- Nyströmformer: the same with ``share_layers=True`` (its matrix is a class attribute, so one for
-  every layer of the model).
 """
 
 from __future__ import annotations
@@ -34,6 +27,13 @@ class LinformerAttention(nn.Module):
     of a sum of N/proj_dim inputs; a number draws them from N(0, init_std²). With ``share_layers``
     every layer of a model uses the first layer's matrices: the model calls ``tie_to(first)`` on
     the cores of its later layers (see ``attention_zoo.tie_layers``).
+
+    Options that reproduce the authors' LRA code (``attention_linformer.py``: one matrix of shape
+    (heads, proj_dim, seq_len) = this Eᵀ per head, used for keys and values, drawn from N(0, 0.02²)):
+
+    - Skyformer: ``per_head=True, share_kv=True, init_std=0.02``, one matrix per layer;
+    - Nyströmformer: the same with ``share_layers=True`` (its matrix is a class attribute, so one for
+      every layer of the model).
 
     No ``attention_dropout``: the authors' ``LinformerAttention`` (both codes) drops nothing of its
     (N × proj_dim) attention matrix.
@@ -78,9 +78,9 @@ class LinformerAttention(nn.Module):
                 f"linformer was built for sequences of at most seq_len={self.seq_len}, got length {length}; "
                 f"build it with seq_len >= {length}"
             )
-        e = self.key_proj[..., :length, :].to(k.dtype)
+        e = self.key_proj[..., :length, :].to(k.dtype)  # E: (N, proj_dim), or (H, N, proj_dim) per head
         f = e if self.value_proj is None else self.value_proj[..., :length, :].to(v.dtype)
         keys = torch.einsum(self.equation, zero_padding(k, mask), e)  # (B, H, proj_dim, D)
-        values = torch.einsum(self.equation, zero_padding(v, mask), f)
+        values = torch.einsum(self.equation, zero_padding(v, mask), f)  # (B, H, proj_dim, D)
         weights = torch.softmax(q @ keys.transpose(-1, -2) * self.scale, dim=-1)  # (B, H, N, proj_dim)
         return (weights @ values).to(q.dtype)

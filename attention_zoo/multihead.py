@@ -25,6 +25,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         batch, seq, dim = x.shape
+        # q, k, v stacked: (3, batch, heads, seq, head_dim)
         qkv = self.qkv(x).view(batch, seq, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         heads = self.core(qkv[0], qkv[1], qkv[2], mask)  # (batch, heads, seq, head_dim)
         return self.dropout(self.out(heads.transpose(1, 2).reshape(batch, seq, dim)))

@@ -3,13 +3,9 @@
     out = F̃ Ã⁺ (B̃ V)  (+ depthwise conv of V)
     F̃ = softmax(Q K̃ᵀ), Ã = softmax(Q̃ K̃ᵀ), B̃ = softmax(Q̃ Kᵀ)   (Eq. 15)
 
-with Q, K scaled by d^(-1/4) each and Q̃, K̃ the segment means of Q and K (the landmarks).
-
-Neither (n × m) kernel is formed: W = Ã⁺ (B̃ V) is Ã⁺ times one softmax attention of the landmark
-queries Q̃ over all keys (padded keys excluded through the attention mask), and the output F̃ W is a
-second one, of every query over the landmark keys K̃ with values W. Both run through
-``scaled_dot_product_attention`` (the two d^(-1/4) factors as its scale d^(-1/2)), whose fused
-kernels never hold the attention weights in memory, forward or backward.
+with Q, K scaled by d^(-1/4) each and Q̃, K̃ the segment means of Q and K (the landmarks). Neither
+(n × m) kernel is formed: B̃ V and F̃ W are each a softmax attention through the fused
+``scaled_dot_product_attention`` (``NystromAttention._attend``).
 """
 
 from __future__ import annotations
@@ -81,7 +77,14 @@ class NystromAttention(nn.Module):
     def _attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
     ) -> torch.Tensor:
-        """float32 (B, H, N, D) in and out."""
+        """float32 (B, H, N, D) in and out.
+
+        W = Ã⁺ (B̃ V) is Ã⁺ times one softmax attention of the landmark queries Q̃ over all keys (padded
+        keys excluded through the attention mask), and the output F̃ W is a second one, of every query
+        over the landmark keys K̃ with values W. Both run through ``scaled_dot_product_attention`` (the
+        two d^(-1/4) factors as its scale d^(-1/2)), whose fused kernels never hold the attention
+        weights in memory, forward or backward.
+        """
         scale = self.head_dim**-0.5  # d^(-1/4) on Q and on K, applied to their products
         count = min(self.num_landmarks, q.shape[-2])
         q, q_landmarks = padded_landmarks(q, mask, count)  # Q̃: (B, H, m, D)
@@ -94,7 +97,7 @@ class NystromAttention(nn.Module):
             q_landmarks, k, v, attn_mask=key_padding_bias(mask, q.dtype), scale=scale
         )
         weighted = iterative_pinv(landmark_kernel, self.pinv_iterations) @ key_context  # W: (B, H, m, D)
-        out = F.scaled_dot_product_attention(q, k_landmarks, weighted, scale=scale)
+        out = F.scaled_dot_product_attention(q, k_landmarks, weighted, scale=scale)  # F̃ W: (B, H, N, D)
         if self.conv is not None:
             out = out + self._conv_skip(v)
         return out
@@ -105,11 +108,12 @@ class NystromAttention(nn.Module):
         Computed as a channels-last ``conv2d`` over (B, H·D, N, 1) with each head's filter repeated
         over its D channels: the same function as the ``Conv2d`` (kernel (k, 1), groups=H) that holds
         the weights. The input is laid out as (B, N, H·D) in memory (channels-last; no copy when V
-        comes from the wrapper's fused projection), where the CPU's depthwise kernel is several
-        times faster than on (B, H·D, N).
+        comes from the wrapper's fused projection), where the CPU's depthwise kernel runs faster than
+        on (B, H·D, N).
         """
         batch, heads, length, dim = v.shape
         weight = self.conv.weight.float().repeat_interleave(dim, dim=0)  # (H·D, 1, k, 1)
+        # (B, H·D, N, 1) in and out, laid out (B, N, H·D) in memory
         channels = v.transpose(1, 2).reshape(batch, length, 1, heads * dim).permute(0, 3, 1, 2)
         mixed = F.conv2d(channels, weight, padding=(self.conv.padding[0], 0), groups=heads * dim)
         return mixed.permute(0, 2, 3, 1).reshape(batch, length, heads, dim).transpose(1, 2)

@@ -4,28 +4,8 @@ The softmax kernel exp(qᵀk/√d) = E_w[φ(x)ᵀφ(y)] with x = q·d^(-1/4), y 
 
     φ(x) = exp(Wx − ‖x‖²/2) / √m,   W: (m, d) random features,
 
-so attention becomes linear in the length: out = φ(Q)(φ(K)ᵀV) / (φ(Q)(φ(K)ᵀ1)).
-W is built from blocks of d orthogonal Gaussian directions (QR of Gaussian blocks), each row
-rescaled by a norm drawn from the chi distribution with d degrees of freedom, so that every
-row is marginally Gaussian while the rows of a block stay orthogonal. The features are shared
-by all heads and held in a buffer; ``redraw_features()`` draws new ones.
-
-Every exponent has a stabiliser subtracted before ``exp``: a per-row maximum for queries and,
-for keys, one maximum per (sequence, head) over that sequence's real keys only, so padding and
-the other sequences of the batch cannot change a sequence's result. Both cancel in the ratio, and
-so does the 1/√m, which is therefore not applied.
-
-Options that reproduce the authors' code (``performer_pytorch.FastAttention`` behind the
-Nyströmformer and Skyformer LRA wrappers): ``temperature="d"`` — the wrappers divide q and k by
-d^¼ and the feature map divides them again by d^¼, so what they approximate is softmax(QKᵀ/d),
-not softmax(QKᵀ/√d) — and ``feature_epsilon=1e-4``, the constant they add to every feature after
-the stabilised exponential (φ = (exp(· − stabiliser) + ε)/√m; with ε > 0 the stabilisers no longer
-cancel exactly, as in their code). Their key stabiliser is one maximum over the whole batch and
-their padded keys keep φ = ε; here both stay per sequence and padded keys stay at φ = 0.
-
-Backward keeps φ(Q) and φ(K) and no other (N × m) tensor: the exponents are computed in place (the
-scale folded into W), and ε is not added to the features themselves but to the small factors, by
-(φ + ε)ᵀ[V, 1] = φᵀ[V, 1] + ε Σ_real [V, 1] and (φ_q + ε)·c = φ_q·c + ε Σ c — the same sums.
+so attention becomes linear in the length: out = φ(Q)(φ(K)ᵀV) / (φ(Q)(φ(K)ᵀ1)). The features are
+shared by all heads and held in a buffer; ``redraw_features()`` draws new ones.
 """
 
 from __future__ import annotations
@@ -44,7 +24,9 @@ def orthogonal_gaussian_features(
 ) -> torch.Tensor:
     """Random features (num_features, dim): orthonormal blocks of ``dim`` rows with chi-distributed norms.
 
-    Drawn from torch's global RNG.
+    Each block is ``dim`` orthogonal Gaussian directions (QR of a Gaussian block), each row rescaled by
+    a norm drawn from the chi distribution with ``dim`` degrees of freedom, so that every row is
+    marginally Gaussian while the rows of a block stay orthogonal. Drawn from torch's global RNG.
     """
     blocks = []
     for start in range(0, num_features, dim):
@@ -62,7 +44,25 @@ class PerformerAttention(nn.Module):
 
     Buffer ``features``: (num_features, head_dim), shared across heads. ``temperature``: "sqrt_d"
     approximates softmax(QKᵀ/√d) (x = q·d^(-1/4)), "d" approximates softmax(QKᵀ/d) (x = q·d^(-1/2));
-    ``feature_epsilon``: ε added to every feature of a real position (see the module docstring).
+    ``feature_epsilon``: ε added to every feature of a real position.
+
+    Every exponent has a stabiliser subtracted before ``exp``: a per-row maximum for queries and,
+    for keys, one maximum per (sequence, head) over that sequence's real keys only, so padding and
+    the other sequences of the batch cannot change a sequence's result. Both cancel in the ratio, and
+    so does the 1/√m, which is therefore not applied.
+
+    Options that reproduce the authors' code (``performer_pytorch.FastAttention`` behind the
+    Nyströmformer and Skyformer LRA wrappers): ``temperature="d"`` — the wrappers divide q and k by
+    d^¼ and the feature map divides them again by d^¼, so what they approximate is softmax(QKᵀ/d),
+    not softmax(QKᵀ/√d) — and ``feature_epsilon=1e-4``, the constant they add to every feature after
+    the stabilised exponential (φ = (exp(· − stabiliser) + ε)/√m; with ε > 0 the stabilisers do not
+    cancel exactly, as in their code). Their key stabiliser is one maximum over the whole batch and
+    their padded keys keep φ = ε; here both stay per sequence and padded keys stay at φ = 0.
+
+    Backward keeps φ(Q) and φ(K) (B, H, N, m) and no other (N × m) tensor: the exponents are computed
+    in place (the scale folded into W), and ε is not added to the features themselves but to the small
+    factors, by (φ + ε)ᵀ[V, 1] = φᵀ[V, 1] + ε Σ_real [V, 1] and (φ_q + ε)·c = φ_q·c + ε Σ c — the
+    same sums.
 
     No ``attention_dropout``: FAVOR+ never forms an attention matrix, only the features φ(Q), φ(K)
     (nor does the authors' ``FastAttention`` drop anything).
@@ -105,10 +105,10 @@ class PerformerAttention(nn.Module):
     @staticmethod
     def _real_totals(v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """[Σ V, count] over the real keys: (B, H, N, D) -> (B, H, 1, D + 1), float32."""
-        real = v.new_ones(v.shape[0], 1, 1, v.shape[2], dtype=torch.float32)
+        real = v.new_ones(v.shape[0], 1, 1, v.shape[2], dtype=torch.float32)  # (B, 1, 1, N)
         if mask is not None:
             real = real * mask[:, None, None, :]
-        count = real.sum(dim=-1, keepdim=True).expand(-1, v.shape[1], -1, -1)
+        count = real.sum(dim=-1, keepdim=True).expand(-1, v.shape[1], -1, -1)  # (B, H, 1, 1)
         return torch.cat([real @ v.float(), count], dim=-1)
 
     def forward(
@@ -119,12 +119,12 @@ class PerformerAttention(nn.Module):
             q_exp = self._exponents(q)
             phi_q = q_exp.sub_(q_exp.detach().amax(-1, keepdim=True)).exp_()  # (B, H, N, m)
 
-            k_exp = self._exponents(k)
+            k_exp = self._exponents(k)  # (B, H, N, m)
             if mask is not None:
                 k_exp.masked_fill_(~mask[:, None, :, None], float("-inf"))
             stabiliser = k_exp.detach().amax(dim=(-2, -1), keepdim=True)  # (B, H, 1, 1), real keys only
             stabiliser = stabiliser.nan_to_num(neginf=0.0)  # a fully padded sequence has no real key
-            phi_k = k_exp.sub_(stabiliser).exp_()  # exactly 0 at padded keys
+            phi_k = k_exp.sub_(stabiliser).exp_()  # (B, H, N, m), exactly 0 at padded keys
 
             # [φ(K)ᵀV | φ(K)ᵀ1]: (B, H, m, D + 1); φ(Q) times it is [numerator | denominator]
             context = torch.cat([phi_k.transpose(-1, -2) @ v.float(), phi_k.sum(dim=-2)[..., None]], dim=-1)
@@ -133,6 +133,6 @@ class PerformerAttention(nn.Module):
             ratio = phi_q @ context  # (B, H, N, D + 1)
             if self.feature_epsilon:
                 ratio = ratio + self.feature_epsilon * context.sum(dim=-2, keepdim=True)
-            numerator, denominator = ratio[..., :-1], ratio[..., -1:]
+            numerator, denominator = ratio[..., :-1], ratio[..., -1:]  # (B, H, N, D), (B, H, N, 1)
             out = numerator / denominator.clamp_min(torch.finfo(torch.float32).tiny)
         return out.to(q.dtype)

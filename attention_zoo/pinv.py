@@ -26,12 +26,12 @@ def iterative_pinv(matrix: torch.Tensor, iterations: int) -> torch.Tensor:
         norm_1 = magnitude.sum(dim=-2).amax(dim=-1)  # largest column abs-sum, (...)
         norm_inf = magnitude.sum(dim=-1).amax(dim=-1)  # largest row abs-sum, (...)
         scale = (norm_1 * norm_inf).clamp_min(torch.finfo(torch.float32).tiny)
-        z = a.transpose(-1, -2) / scale[..., None, None]
+        z = a.transpose(-1, -2) / scale[..., None, None]  # Z₀: (..., c, r)
         batch_shape, (rows, cols) = a.shape[:-2], a.shape[-2:]
         a, z = a.reshape(-1, rows, cols), z.reshape(-1, cols, rows)  # one batch axis for bmm
         eye = torch.eye(rows, dtype=a.dtype, device=a.device)
         for _ in range(iterations):
-            az = torch.bmm(a, z)
+            az = torch.bmm(a, z)  # (batch, r, r)
             inner = torch.baddbmm(eye, az, 7 * eye - az, beta=15, alpha=-1)  # 15I − AZ(7I − AZ)
             outer = torch.baddbmm(eye, az, inner, beta=13, alpha=-1)  # 13I − AZ(15I − AZ(7I − AZ))
             z = torch.bmm(z, outer) * 0.25  # ¼·Z·(…): a power of two, exact in either order

@@ -6,10 +6,8 @@ A package registers its cores by naming, in its pyproject.toml, a module that ap
     [project.entry-points."lra.attentions"]
     theirs = "their_package.attention"
 
-``import attention_zoo`` loads every such entry point after the built-in cores. One that fails to
-import, or registers a name that is already taken, is skipped with one warning line naming the entry
-point and its package; whatever it registered before failing is removed again, and every other
-attention stays available. Its Hydra config (``their_package/conf/attention/theirs.yaml``) is found
+``import attention_zoo`` loads every such entry point after the built-in cores (``load_plugins``).
+Its Hydra config (``their_package/conf/attention/theirs.yaml``) is found
 by the search-path plugin in ``hydra_plugins/lra_attention_configs``.
 """
 
@@ -49,7 +47,11 @@ def load_entry_point(entry_point: EntryPoint) -> str | None:
 
 
 def load_plugins() -> list[str]:
-    """Load every ``lra.attentions`` entry point; returns (and logs) the lines of those skipped."""
+    """Load every ``lra.attentions`` entry point; returns (and logs) the lines of those skipped.
+
+    One that fails to import, or registers a name that is already taken, is skipped with one warning
+    line naming the entry point and its package; whatever it registered before failing is removed
+    again, and every other attention stays available."""
     skipped = []
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         problem = load_entry_point(entry_point)

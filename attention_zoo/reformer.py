@@ -1,26 +1,9 @@
 """Reformer attention, lite (Kitaev et al. 2020): shared-QK LSH attention, no reversible layers.
 
-Shared query-key vectors. The paper projects each token once, s = x W_qk, and uses s as query
-and (unit-normalised) as key. The contract hands the core separate q = x W_q and k = x W_k, so
-this core uses s = q + k = x (W_q + W_k): exactly one shared projection, parametrised through
-the wrapper's two projections, so gradients reach both q and k.
-
-Per hash round, with random rotations R: (d, n_buckets/2) drawn from torch's global RNG in each
-forward (shared across the batch, one per head and round):
-
-1. bucket = argmax([sR; −sR]) (angular LSH); padded positions go to an extra bucket after all
-   real ones, so they never change which real tokens share a chunk;
-2. a stable sort by (bucket, position), cut into chunks of ``chunk_size``;
-3. each query attends to the keys of its own chunk and of the previous one (the first chunk
-   has none before it); keys are the unit-normalised shared vectors, scores s_i·ŝ_j/√d;
-   padded keys are masked, and a token's score with itself is a large negative finite value,
-   so it attends to itself only when nothing else is available.
-
-The rounds are combined with weights softmax over rounds of each round's logsumexp, i.e. as
-one softmax over the keys of all rounds' windows, a key counted once per round that sees it.
-As in the paper (m = 2l / n_buckets), the number of buckets is 2 · ceil(N / chunk_size) for an
-input of (padded) length N, so a bucket holds half a chunk on average. Lengths that are not a
-multiple of chunk_size are padded internally, and those positions are treated as padded tokens.
+Each token's shared query-key vector is hashed into buckets by random rotations (angular LSH), the
+sequence is sorted by bucket and cut into chunks, and each query attends to the keys of its own chunk
+and of the one before it; several hash rounds are combined into one softmax. Memory is
+O(N · chunk_size) per round: no (N × N) matrix.
 """
 
 from __future__ import annotations
@@ -69,6 +52,28 @@ def with_previous_chunk(x: torch.Tensor) -> torch.Tensor:
 class ReformerAttention(nn.Module):
     """Shared-QK LSH attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
+    Shared query-key vectors. The paper projects each token once, s = x W_qk, and uses s as query
+    and (unit-normalised) as key. The contract hands the core separate q = x W_q and k = x W_k, so
+    this core uses s = q + k = x (W_q + W_k): exactly one shared projection, parametrised through
+    the wrapper's two projections, so gradients reach both q and k.
+
+    Per hash round, with random rotations R: (d, n_buckets/2) drawn from torch's global RNG in each
+    forward (shared across the batch, one per head and round):
+
+    1. bucket = argmax([sR; −sR]) (angular LSH); padded positions go to an extra bucket after all
+       real ones, so they never change which real tokens share a chunk;
+    2. a stable sort by (bucket, position), cut into chunks of ``chunk_size``;
+    3. each query attends to the keys of its own chunk and of the previous one (the first chunk
+       has none before it); keys are the unit-normalised shared vectors, scores s_i·ŝ_j/√d;
+       padded keys are masked, and a token's score with itself is a large negative finite value,
+       so it attends to itself only when nothing else is available.
+
+    The rounds are combined with weights softmax over rounds of each round's logsumexp, i.e. as
+    one softmax over the keys of all rounds' windows, a key counted once per round that sees it.
+    As in the paper (m = 2l / n_buckets), the number of buckets is 2 · ceil(N / chunk_size) for an
+    input of (padded) length N, so a bucket holds half a chunk on average. Lengths that are not a
+    multiple of chunk_size are padded internally, and those positions are treated as padded tokens.
+
     No ``attention_dropout``: the papers' code (HuggingFace ``LSHSelfAttention`` with a default
     ``ReformerConfig``, whose ``lsh_attention_probs_dropout_prob`` is 0) drops nothing of the
     chunk-local attention matrices.
@@ -108,11 +113,11 @@ class ReformerAttention(nn.Module):
         real = F.pad(real_tokens(q, mask), (0, extra), value=False)
         with torch.autocast(device_type=q.device.type, enabled=False):
             shared = F.pad((q + k).float(), (0, 0, 0, extra))  # (B, H, L, D)
-            values = F.pad(v.float(), (0, 0, 0, extra))
-            rotations = self.draw_rotations(length, q.device)
+            values = F.pad(v.float(), (0, 0, 0, extra))  # (B, H, L, D)
+            rotations = self.draw_rotations(length, q.device)  # (H, rounds, D, n_buckets/2)
             order = sort_by_bucket(lsh_buckets(shared, real, rotations))  # (B, H, rounds, L)
-            out, lse = self._attend_in_chunks(shared, values, real, order)
-            inverse = order.argsort(dim=-1)
+            out, lse = self._attend_in_chunks(shared, values, real, order)  # (B, H, rounds, L, D), (…, L)
+            inverse = order.argsort(dim=-1)  # (B, H, rounds, L): sorted slot of each position
             out = out.gather(3, inverse[..., None].expand_as(out))  # back to original positions
             lse = lse.gather(-1, inverse)
             round_weights = torch.softmax(lse, dim=2)[..., None]  # (B, H, rounds, L, 1)
@@ -131,20 +136,20 @@ class ReformerAttention(nn.Module):
         chunks, size = length // self.chunk_size, self.chunk_size
         chunked = (batch, heads, rounds, chunks, size)
 
-        queries = gather_positions(shared, order).view(*chunked, -1)
-        keys = with_previous_chunk(F.normalize(queries, dim=-1))
+        queries = gather_positions(shared, order).view(*chunked, -1)  # (B, H, rounds, chunks, c, D)
+        keys = with_previous_chunk(F.normalize(queries, dim=-1))  # (B, H, rounds, chunks, 2c, D)
         window_values = with_previous_chunk(gather_positions(values, order).view(*chunked, -1))
-        query_pos = order.view(*chunked)
+        query_pos = order.view(*chunked)  # (B, H, rounds, chunks, c)
         key_pos = with_previous_chunk(query_pos[..., None]).squeeze(-1)  # (B, H, rounds, chunks, 2c)
         key_real = real[:, None, None, :].expand(-1, heads, rounds, -1).gather(-1, order).view(*chunked)
         key_real = with_previous_chunk(key_real[..., None]).squeeze(-1)
-        in_own_chunk = torch.arange(2 * size, device=order.device)[None, :] >= size
+        in_own_chunk = torch.arange(2 * size, device=order.device)[None, :] >= size  # (1, 2c)
         slot_exists = in_own_chunk | (torch.arange(chunks, device=order.device)[:, None] > 0)  # (chunks, 2c)
         key_ok = key_real & slot_exists  # (B, H, rounds, chunks, 2c)
 
         scores = queries @ keys.transpose(-1, -2) * self.head_dim**-0.5  # (B, H, rounds, chunks, c, 2c)
         scores = scores.masked_fill(query_pos[..., :, None] == key_pos[..., None, :], SELF_SCORE)
         scores = scores.masked_fill(~key_ok[..., None, :], PAD_SCORE)
-        lse = scores.logsumexp(dim=-1, keepdim=True)
-        out = torch.exp(scores - lse) @ window_values
+        lse = scores.logsumexp(dim=-1, keepdim=True)  # (B, H, rounds, chunks, c, 1)
+        out = torch.exp(scores - lse) @ window_values  # (B, H, rounds, chunks, c, D)
         return out.view(batch, heads, rounds, length, -1), lse.view(batch, heads, rounds, length)

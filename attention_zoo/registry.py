@@ -4,16 +4,9 @@ A core is an ``nn.Module`` whose constructor takes ``head_dim``, ``num_heads`` a
 (keyword-only, given by the model that holds it) plus its own options, each with its paper's
 default and a type annotation. The registry reads the options, defaults and annotations from the
 constructor's signature, so a core states each of them exactly once, and ``build_attention``
-validates every value against its annotation before the core is built:
-
-    num_landmarks: PositiveInt = 64             # an integer >= 1 (bool rejected)
-    conv_kernel_size: OddPositiveInt | None = 35
-    ridge: PositiveFloat = 0.1                  # a number > 0 (an int is accepted and made float)
-    attention_dropout: Probability = 0.0        # a number in [0, 1)
-    layout: Literal["a", "b"] = "a"             # one of the listed strings
-
-``Annotated[int, Bounds(...)]`` (and ``Odd()``) declares other ranges. ``OptionType`` is the one
-validator of the project: the harness checks its own config keys with it too (``lra.checks``).
+validates every value against its annotation before the core is built (the option types are
+listed above ``PositiveInt``). ``OptionType`` is the one validator of the project: the harness checks
+its own config keys with it too (``lra.checks``).
 """
 
 from __future__ import annotations
@@ -68,6 +61,13 @@ class Odd:
     """An odd integer."""
 
 
+# The option types a core's constructor annotates its options with, e.g.
+#     num_landmarks: PositiveInt = 64             # an integer >= 1 (bool rejected)
+#     conv_kernel_size: OddPositiveInt | None = 35
+#     ridge: PositiveFloat = 0.1                  # a number > 0 (an int is accepted and made float)
+#     attention_dropout: Probability = 0.0        # a number in [0, 1)
+#     layout: Literal["a", "b"] = "a"             # one of the listed strings
+# ``Annotated[int, Bounds(...)]`` (and ``Odd()``) declares other ranges.
 PositiveInt = Annotated[int, Bounds(low=1)]
 NonNegativeInt = Annotated[int, Bounds(low=0)]
 OddPositiveInt = Annotated[int, Bounds(low=1), Odd()]

@@ -6,13 +6,9 @@ a sub-sampling matrix S (Eq. 4–6) gives
 
     C̃ = κ(Q̂, XS) (SᵀB̄S + γI)⁺ κ(XS, K̂),
 
-where XS are m landmark rows of X sampled uniformly without replacement. As in §4.4 the landmark
-block M = SᵀB̄S + γI is normalised by D_M = diag(M 1) before the iterative pseudo-inverse, and
-M⁺ ≈ D_M^(-½) (D_M^(-½) M D_M^(-½))⁺ D_M^(-½), which helps the iteration converge.
-
-Neither (n × m) kernel is formed: κ(XS, K̂) V and κ(Q̂, XS) (M⁺ κ(XS, K̂) V) are each a Gaussian-kernel
-attention, computed as ``kernelized`` computes its own (``gaussian_attention``: a softmax attention
-on augmented features through ``scaled_dot_product_attention``).
+where XS are m landmark rows of X sampled uniformly without replacement. Neither (n × m) kernel is
+formed: κ(XS, K̂) V and κ(Q̂, XS) (M⁺ κ(XS, K̂) V) are each a Gaussian-kernel attention, computed as
+``kernelized`` computes its own (``gaussian_attention``).
 """
 
 from __future__ import annotations
@@ -52,6 +48,10 @@ class SkyformerAttention(nn.Module):
     authors' released code. Kernels and the inverse run in float32 with autocast off; the output
     has the input dtype.
 
+    As in §4.4 the landmark block M = SᵀB̄S + γI is normalised by D_M = diag(M 1) before the
+    iterative pseudo-inverse, and M⁺ ≈ D_M^(-½) (D_M^(-½) M D_M^(-½))⁺ D_M^(-½), which helps the
+    iteration converge.
+
     No ``attention_dropout``: the kernel matrix that ``kernelized`` drops entries of exists here
     only as its Nyström factors (N × m, m × m, m × N), and the authors' ``Skyformer`` drops none.
     """
@@ -82,8 +82,8 @@ class SkyformerAttention(nn.Module):
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """float32 (B, H, N, D) in and out; mask (B, N) bool."""
         scale = self.head_dim**-0.25
-        q = zero_padding(q, mask) * scale
-        k = zero_padding(k, mask) * scale
+        q = zero_padding(q, mask) * scale  # Q̂: (B, H, N, D)
+        k = zero_padding(k, mask) * scale  # K̂: (B, H, N, D)
         v = zero_padding(v, mask)
         batch, heads, _, dim = q.shape
 
@@ -97,7 +97,7 @@ class SkyformerAttention(nn.Module):
         block = block + self.ridge * torch.eye(block.shape[-1], dtype=block.dtype, device=block.device)
         inv_sqrt_degree = block.sum(dim=-1).rsqrt()  # D_M^(-½) diagonal: (B, H, m)
         normalised = inv_sqrt_degree[..., :, None] * block * inv_sqrt_degree[..., None, :]
-        inverse = (
+        inverse = (  # M⁺: (B, H, m, m)
             inv_sqrt_degree[..., :, None]
             * iterative_pinv(normalised, self.pinv_iterations)
             * inv_sqrt_degree[..., None, :]

@@ -1,11 +1,14 @@
-"""Turn each LRA task's real source (or a built-in generator) into the prepared format.
+"""Turn each LRA task's real source (or a built-in generator) into the prepared format, and read it.
 
     python -m data_prep TASK ...                    # see `python -m data_prep --help`
     prepared = data_prep.PreparedSet("listops-generated")
     tokens, length, label = prepared.split("train")[0]
 
-``recipes`` says how each task's set is built (and what the harness builds by itself),
-``storage`` writes the prepared format, ``prepared`` reads and verifies it.
+``recipes`` says how each task's set is built (and what the harness builds by itself), ``storage``
+writes the prepared format, ``reader`` reads and verifies it. One module per real source (``text``,
+``image``, ``retrieval``; ``lra_archive``, ``sources``, ``download`` fetch and find them) and one
+sub-package per synthetic task (``listops``, ``pathfinder``). It imports numpy, Pillow, tqdm and
+the standard library: never torch or ``lra``.
 """
 
 from data_prep.reader import PreparedSet, PreparedSplit, load

@@ -128,11 +128,7 @@ def run_image(args: argparse.Namespace) -> None:
             arrays.tokens[:] = gray
             arrays.lengths[:] = PIXELS
             arrays.labels[:] = labels
-    counts = ", ".join(f"{split} {len(labels)}" for split, (_, labels) in splits.items())
-    print(
-        f"image: wrote {Path(args.root) / args.name} ({counts}; {PIXELS} grayscale pixels each) "
-        f"in {time.time() - started:.1f}s"
-    )
+    writer.report(f"{PIXELS} grayscale pixels each", started)
 
 
 @command("image", help="Image: CIFAR-10 as 1024 grayscale pixel tokens (--source PATH or --download)")

@@ -1,4 +1,4 @@
-"""Reading a prepared set: its meta.json read once, each split's arrays verified once, memory-mapped.
+"""Reading a prepared set: its meta.json read once, each split's arrays checked once, memory-mapped.
 
     prepared = PreparedSet("listops-generated", root)      # DataNotPreparedError if absent
     train = prepared.split("train")                          # CorruptDataError if damaged
@@ -24,12 +24,14 @@ from data_prep.storage import (
     ARRAY_KINDS,
     META_FILE,
     SPLITS,
+    STAMPS_FILE,
     CorruptDataError,
     DataNotPreparedError,
     default_root,
-    file_digest,
+    hashed_stamp,
     majority_share,
     write_meta,
+    write_stamps,
 )
 
 
@@ -37,7 +39,7 @@ class PreparedSet:
     """The prepared set ``name`` under ``root`` (default: ``$LRA_DATA`` or ./data).
 
     ``meta`` is its meta.json, read once here. ``split(name)`` opens a split; with ``verify`` (the
-    default) its arrays' sizes and SHA-256 are checked against meta.json the first time, so a
+    default) its arrays are checked against meta.json the first time (``check_files``), so a
     truncated or altered array is never trained on.
     """
 
@@ -119,8 +121,29 @@ class PreparedSet:
             self._verified.add(split)
         return PreparedSplit(self, split)
 
-    def check_files(self, split: str) -> None:
-        """Size and SHA-256 of each array of ``split`` against meta.json; ``CorruptDataError`` if not."""
+    @cached_property
+    def stamps(self) -> dict[str, dict[str, Any]]:
+        """stamps.json: each array's ``{bytes, mtime_ns, sha256}`` when its SHA-256 was last checked;
+        empty for a set written before stamps were recorded, or whose stamps.json is unreadable."""
+        try:
+            stamps = json.loads((self.directory / STAMPS_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return stamps if isinstance(stamps, dict) else {}
+
+    def check_files(self, split: str, *, full: bool = False) -> None:
+        """Each array of ``split`` against meta.json; ``CorruptDataError`` names the first bad one.
+
+        Its size is always compared. Its SHA-256 is computed only when ``full`` or when its stamp in
+        stamps.json (size, mtime_ns and the SHA-256 meta.json expects) no longer matches the file; a
+        file that hashes right is stamped again (atomically; a read-only folder is hashed at every
+        check). So a truncated file, or one rewritten since it was stamped, is caught without reading
+        every byte at each job start. The blind spot: a file rewritten with the same size whose
+        mtime_ns ends up as stamped (set back with ``os.utime``, or rewritten within the file
+        system's timestamp granularity of its stamping) is trusted; ``python -m data_prep verify``
+        (``full``) hashes everything.
+        """
+        restamped: dict[str, dict[str, Any]] = {}
         for kind in ARRAY_KINDS:
             file_name = f"{split}.{kind}.npy"
             expected = self.meta["files"].get(file_name)
@@ -130,12 +153,29 @@ class PreparedSet:
                 problem = "is not listed in meta.json"
             elif not path.is_file():
                 problem = "is missing"
-            elif path.stat().st_size != expected["bytes"]:
-                problem = f"has {path.stat().st_size} bytes, expected {expected['bytes']} (truncated?)"
-            elif file_digest(path) != expected["sha256"]:
-                problem = "does not match its recorded SHA-256 (corrupted or modified)"
+            elif (size := path.stat().st_size) != expected["bytes"]:
+                problem = f"has {size} bytes, expected {expected['bytes']} (truncated?)"
+            elif full or not self.stamp_holds(path, expected["sha256"]):
+                stamp = hashed_stamp(path)
+                if stamp["sha256"] == expected["sha256"]:
+                    restamped[file_name] = stamp
+                else:
+                    problem = "does not match its recorded SHA-256 (corrupted or modified)"
             if problem:
                 raise CorruptDataError(f"{path} {problem}. {self.rebuild_hint}")
+        if restamped:
+            self.stamps.update(restamped)
+            with contextlib.suppress(OSError):  # a read-only set: hashed again at its next check
+                write_stamps(self.directory, self.stamps)
+
+    def stamp_holds(self, path: Path, sha256: str) -> bool:
+        """Whether ``path``'s size and mtime_ns are those stamped when it last hashed to ``sha256``."""
+        status = path.stat()
+        return self.stamps.get(path.name) == {
+            "bytes": status.st_size,
+            "mtime_ns": status.st_mtime_ns,
+            "sha256": sha256,
+        }
 
     def __repr__(self) -> str:
         return f"PreparedSet({self.name!r}, root={str(self.root)!r})"

@@ -3,16 +3,11 @@
 A *recipe* is what a task's ``dataset`` names (``listops``, ``text``, ...): the builds that make
 it, in order of preference. A build is a ``python -m data_prep`` command and the prepared set it
 writes; one that reads a source under the data root (the unpacked LRA release) applies only when
-that source is there. From the recipes come
-
-- what the harness builds by itself when a task's set is missing (``ensure_prepared``): the LRA
-  release when it is unpacked, else the built-in generator (ListOps, Pathfinder); Retrieval from an
-  unpacked release;
-- the commands that the error of a missing set names (``how_to_prepare``), for the sets that need a
-  download or a path first (Text, Image, Retrieval without the release).
-
-``{root}`` in a command stands for the data root. The command that rebuilds a set that exists is
-recorded in its own meta.json (``data_prep.commands.rebuild_command``).
+that source is there. From the recipes come what the harness builds by itself when a task's set is
+missing (``ensure_prepared``: the LRA release when it is unpacked, else the built-in generator for
+ListOps and Pathfinder), and the commands that the error of a missing set names (``how_to_prepare``:
+Text, Image, Retrieval without the release). ``{root}`` in a command stands for the data root; the
+command that rebuilds an existing set is in its meta.json (``data_prep.commands.rebuild_command``).
 """
 
 from __future__ import annotations
@@ -102,6 +97,24 @@ RECIPES: dict[str, Recipe] = {
         )
     ),
     # Path-X: LRA's pathfinder128, hard, read from the release's folder at either unpacked level.
+    # A CPU-sized set for experiment=demo_pathfinder: 20k easy 32×32 images from the generator.
+    "pathfinder-demo": Recipe(
+        (
+            Build(
+                "pathfinder-demo",
+                (
+                    "pathfinder",
+                    "--generate",
+                    "--num",
+                    "20000",
+                    "--difficulty",
+                    "easy",
+                    "--name",
+                    "pathfinder-demo",
+                ),
+            ),
+        )
+    ),
     "pathx": Recipe(
         (
             *(

@@ -81,13 +81,13 @@ def run_retrieval(args: argparse.Namespace) -> None:
     with source_folder(args.source, args.root, "retrieval", is_pair_file, stop_after=len(FILES)) as unpacked:
         folder = locate_folder(unpacked, "tsv_data", list(FILES.values()), hint)
         with PreparedWriter(args.root, args.name, meta) as writer:
-            truncated, counts = {}, {}
+            truncated = {}
             for split, file in FILES.items():
                 path = folder / file
-                counts[split] = count_pairs(path)
-                arrays = writer.create_split(split, counts[split], (2, args.seq_len), BYTE_VOCAB_SIZE)
+                count = count_pairs(path)
+                arrays = writer.create_split(split, count, (2, args.seq_len), BYTE_VOCAB_SIZE)
                 truncated[split] = 0
-                pairs = tqdm(read_pairs(path), total=counts[split], desc=f"retrieval {split}", unit="pair")
+                pairs = tqdm(read_pairs(path), total=count, desc=f"retrieval {split}", unit="pair")
                 with pairs:  # the bar is closed before an error is reported
                     for index, (first, second, label) in enumerate(pairs):
                         for side, text in enumerate((first, second)):
@@ -97,11 +97,8 @@ def run_retrieval(args: argparse.Namespace) -> None:
                             truncated[split] += len(text) > args.seq_len
                         arrays.labels[index] = label
             writer.meta["truncated_documents"] = truncated
-    summary = ", ".join(f"{split} {count}" for split, count in counts.items())
-    print(
-        f"retrieval: wrote {Path(args.root) / args.name} ({summary} pairs; seq_len {args.seq_len} per "
-        f"document, truncated documents {sum(truncated.values())}) in {time.time() - started:.1f}s"
-    )
+    details = f"seq_len {args.seq_len} per document, truncated documents {sum(truncated.values())}"
+    writer.report(details, started, unit="pairs")
 
 
 @command("retrieval", help="Retrieval: AAN document pairs from the LRA release (--source PATH)")

@@ -4,6 +4,7 @@ Layout of ``ROOT/NAME/`` (NAME is the task, or ``task-variant`` such as ``listop
 
     meta.json                 vocab size, classes, sequence length, source, counts, seed, checksums,
                               each split's majority-class share
+    stamps.json               each array's (bytes, mtime_ns, sha256) when its SHA-256 was last checked
     {split}.tokens.npy        (N, seq_len) or, for retrieval, (N, 2, seq_len); 0 = pad; smallest uint dtype
     {split}.lengths.npy       (N,) or (N, 2) int32: number of real tokens
     {split}.labels.npy        (N,) int64
@@ -11,7 +12,7 @@ Layout of ``ROOT/NAME/`` (NAME is the task, or ``task-variant`` such as ``listop
 A set is written into a hidden temporary folder that is renamed into place only once every
 array and ``meta.json`` are complete, so an interrupted preparation never leaves a set that
 loads. Reading (``data_prep.reader``) memory-maps the arrays and checks each one's size and
-SHA-256 against meta.json.
+SHA-256 against meta.json, or trusts a stamp that still matches the file.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ FORMAT_VERSION = 1
 SPLITS = ("train", "val", "test")
 ARRAY_KINDS = ("tokens", "lengths", "labels")
 META_FILE = "meta.json"
+STAMPS_FILE = "stamps.json"
 
 
 class DataNotPreparedError(FileNotFoundError):
@@ -62,6 +64,19 @@ def file_digest(path: Path, algorithm: str = "sha256", chunk_bytes: int = 1 << 2
         while chunk := handle.read(chunk_bytes):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def hashed_stamp(path: Path) -> dict[str, Any]:
+    """``{bytes, mtime_ns, sha256}`` of ``path``: its size and modification time, then its SHA-256.
+    The file is stat'ed before it is hashed, so a change during the hash leaves a stamp that no longer
+    matches the file."""
+    status = path.stat()
+    return {"bytes": status.st_size, "mtime_ns": status.st_mtime_ns, "sha256": file_digest(path)}
+
+
+def write_stamps(directory: Path, stamps: dict[str, dict[str, Any]]) -> None:
+    """Write ``directory/stamps.json`` (file name -> ``hashed_stamp``) atomically."""
+    write_json(directory / STAMPS_FILE, stamps)
 
 
 def majority_share(labels: np.ndarray) -> float | None:
@@ -123,6 +138,7 @@ class PreparedWriter:
         self.final_dir = self.root / name
         self.tmp_dir: Path | None = None
         self.arrays: dict[str, SplitArrays] = {}
+        self.counts: dict[str, int] = {}  # examples per split, once the set is in place
 
     def __enter__(self) -> PreparedWriter:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -163,6 +179,14 @@ class PreparedWriter:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             raise
 
+    def report(self, details: str, started: float, unit: str = "") -> None:
+        """Print the line a preparation command ends with, once the set is in place:
+        ``TASK: wrote DIR (train N, val N, test N[ unit]; details) in S s``, ``started`` a ``time.time()``."""
+        summary = ", ".join(f"{split} {self.counts[split]}" for split in SPLITS if split in self.counts)
+        summary += f" {unit}" if unit else ""
+        elapsed = time.time() - started
+        print(f"{self.meta['task']}: wrote {self.final_dir} ({summary}; {details}) in {elapsed:.1f}s")
+
     def _finish(self) -> None:
         assert self.tmp_dir is not None
         empty = [split for split, arrays in self.arrays.items() if split != "val" and len(arrays.labels) == 0]
@@ -172,6 +196,7 @@ class PreparedWriter:
                 "its source holds none"
             )
         files: dict[str, dict[str, Any]] = {}
+        stamps: dict[str, dict[str, Any]] = {}
         counts: dict[str, int] = {}
         shares: dict[str, float | None] = {}
         for split, arrays in self.arrays.items():
@@ -183,13 +208,15 @@ class PreparedWriter:
                 shape, dtype = list(array.shape), str(array.dtype)
                 del array
                 path = self.tmp_dir / f"{split}.{kind}.npy"
+                stamps[path.name] = stamp = hashed_stamp(path)
                 files[path.name] = {
-                    "sha256": file_digest(path),
-                    "bytes": path.stat().st_size,
+                    "sha256": stamp["sha256"],
+                    "bytes": stamp["bytes"],
                     "shape": shape,
                     "dtype": dtype,
                 }
         self.arrays.clear()
+        self.counts = counts
         meta = {
             **self.meta,
             "name": self.name,
@@ -200,6 +227,7 @@ class PreparedWriter:
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         write_meta(self.tmp_dir, meta)
+        write_stamps(self.tmp_dir, stamps)
         old = None
         if self.final_dir.exists():
             old = self.root / f".{self.name}.old-{os.getpid()}"

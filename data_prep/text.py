@@ -102,11 +102,7 @@ def run_text(args: argparse.Namespace) -> None:
                         arrays.labels[index] = label
                         truncated[split] += len(data) > args.seq_len
             writer.meta["truncated"] = truncated
-    counts = ", ".join(f"{split} {len(files)}" for split, files in splits.items())
-    print(
-        f"text: wrote {Path(args.root) / args.name} ({counts}; seq_len {args.seq_len}, "
-        f"truncated {sum(truncated.values())}) in {time.time() - started:.1f}s"
-    )
+    writer.report(f"seq_len {args.seq_len}, truncated {sum(truncated.values())}", started)
 
 
 @command("text", help="Text: IMDB reviews (aclImdb) as byte tokens (--source PATH or --download)")

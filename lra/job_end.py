@@ -13,26 +13,21 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import lightning as L
 import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig
 
 from data_prep.storage import CorruptDataError
-from lra.data import LRADataModule
 from lra.errors import ConfigError
+from lra.job_state import JobState
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
 from lra.summary_json import SUMMARY_FILE, format_table, make_summary, write_summary
-
-if TYPE_CHECKING:
-    from lra.train import TrainerParts
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
@@ -55,21 +50,6 @@ def report_completed(directory: Path) -> dict[str, Any]:
     if rank_zero_only.rank == 0:
         print(f"\n{format_table([summary])}\nsummary: {directory / SUMMARY_FILE} (completed earlier)")
     return summary
-
-
-@dataclass
-class JobState:
-    """What a job's outcome is recorded from, filled in as the job goes."""
-
-    run_dir: Path
-    started: str
-    status: str = "completed"
-    error: str | None = None
-    loggers: list[Logger] = field(default_factory=list)
-    parts: TrainerParts | None = None
-    datamodule: LRADataModule | None = None
-    resumed_from: Path | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager

@@ -7,10 +7,6 @@
   config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
   names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named.
-
-A resumed run (``resumed_step`` = the step of its checkpoint) logs to the same W&B run id and keeps
-the CSV rows of the steps before its checkpoint (rows logged after it, by a run killed before its
-next checkpoint, are dropped: the resumed run logs those steps again).
 """
 
 from __future__ import annotations
@@ -157,7 +153,10 @@ def build_loggers(
 ) -> list[Logger]:
     """The loggers of ``config``, each given the resolved config ``hparams`` as its run config.
 
-    ``resumed_step``: the global step of the checkpoint a resumed run continues from (None: a fresh run).
+    ``resumed_step``: the global step of the checkpoint a resumed run continues from (None: a fresh
+    run). A resumed run logs to the same W&B run id and keeps the CSV rows of the steps before its
+    checkpoint (rows logged after it, by a run killed before its next checkpoint, are dropped: the
+    resumed run logs those steps again).
     """
     chosen = dict(config.items())
     chosen.setdefault("csv", OmegaConf.create(CSV_DEFAULTS))

@@ -1,22 +1,10 @@
 """Pre-emption and time-outs on SLURM: the job is requeued and continues from its last checkpoint.
 
-One mechanism, submitit's (``hydra/launcher=slurm``; ``submitit_local`` runs the same on one machine).
-Submitit asks SLURM to send its job a signal (``SIGUSR2``, or ``$SUBMITIT_PREEMPT_SIGNAL``)
-``signal_delay_s`` before the time limit, or before a pre-emption on clusters that signal one. In a
-job of this harness (``SubmititRequeue``):
-
-1. the signal stops training at the end of the current step, as SIGTERM does: Lightning saves
-   ``checkpoints/last.ckpt`` and summary.json says ``interrupted``;
-2. then submitit's own handler requeues the job (``scontrol requeue``; under the local executor, a
-   restart), at most ``max_num_timeout`` times for time-outs;
-3. the requeued job starts in the same job folder, which holds its unfinished run: it continues from
-   ``last.ckpt`` by itself (``lra.resume``, the rule for ``resume=null``), with the same CSV file and
-   W&B run id.
-
-A SIGTERM that SLURM sends to pre-empt a job without that signal stops training the same way (step
-1); a cluster with ``PreemptMode=REQUEUE`` then starts the job again, which continues as in step 3.
-Lightning's own SLURM auto-requeue is switched off (``lightning_plugins``), so that only one
-mechanism requeues.
+One mechanism, submitit's (``hydra/launcher=slurm``; ``submitit_local`` runs the same on one machine):
+``SubmititRequeue`` says what a job does with its signal. A SIGTERM that SLURM sends to pre-empt a job
+without that signal stops training the same way, and a cluster with ``PreemptMode=REQUEUE`` then
+starts the job again, which continues from its checkpoint. Lightning's own SLURM auto-requeue is
+switched off (``lightning_plugins``), so that only one mechanism requeues.
 """
 
 from __future__ import annotations
@@ -34,7 +22,19 @@ SIGNAL_ENV = "SUBMITIT_PREEMPT_SIGNAL"  # the signal submitit asks for, USR2 unl
 
 class SubmititRequeue:
     """Turns submitit's pre-emption/time-out signal into a stop at the end of the current training
-    step, and hands the job to submitit's requeue once the run has saved its state."""
+    step, and hands the job to submitit's requeue once the run has saved its state.
+
+    Submitit asks SLURM to send its job a signal (``SIGUSR2``, or ``$SUBMITIT_PREEMPT_SIGNAL``)
+    ``signal_delay_s`` before the time limit, or before a pre-emption on clusters that signal one:
+
+    1. the signal stops training at the end of the current step, as SIGTERM does: Lightning saves
+       ``checkpoints/last.ckpt`` and summary.json says ``interrupted``;
+    2. then submitit's own handler requeues the job (``scontrol requeue``; under the local executor, a
+       restart), at most ``max_num_timeout`` times for time-outs;
+    3. the requeued job starts in the same job folder, which holds its unfinished run: it continues from
+       ``last.ckpt`` by itself (``lra.resume``, the rule for ``resume=null``), with the same CSV file and
+       W&B run id.
+    """
 
     def __init__(self) -> None:
         self.signum = signal.Signals["SIG" + os.environ.get(SIGNAL_ENV, "USR2")]

@@ -1,11 +1,14 @@
-"""Numbers published by the LRA, Nyströmformer and Skyformer papers, put beside ours by the report and
-the benchmarks. Rows are keyed by our registry names.
+"""Numbers published by the LRA, Nyströmformer, Skyformer and self-pretraining papers, put beside ours by
+the report and the benchmarks. Rows are keyed by our registry names.
 
 - LRA paper: Tay et al. 2020, "Long Range Arena: A Benchmark for Efficient Transformers", Table 1.
 - Nyströmformer paper: Xiong et al. 2021, "Nyströmformer: A Nyström-Based Algorithm for Approximating
   Self-Attention", Table 1 (one layer's memory and time) and Table 3 (LRA accuracy).
 - Skyformer paper: Chen et al. 2021, "Skyformer: Remodel Self-Attention with Gaussian Kernel and Nyström
   Method", Table 1 (LRA accuracy) and Table 2 (time and memory of a whole run).
+- Self-pretraining paper: Amos, Berant and Gupta 2024, "Never Train from Scratch: Fair Comparison of
+  Long-Sequence Models Requires Data-Driven Priors" (ICLR 2024), Table 1: a Transformer from scratch and
+  after self-pretraining, as quoted by Parnichkun et al. 2024, Table 1.
 
 Accuracies are percentages in the task order of ``TASKS``; the Skyformer paper orders its columns
 Text, ListOps, Retrieval, Pathfinder, Image (``SKYFORMER_TASK_ORDER``): its Table 2 is written below in
@@ -83,6 +86,37 @@ SKYFORMER_ACCURACY = PublishedAccuracy(
     columns=SKYFORMER_TASK_ORDER,
 )
 ACCURACY: tuple[PublishedAccuracy, ...] = (LRA_ACCURACY, NYSTROMFORMER_ACCURACY, SKYFORMER_ACCURACY)
+
+
+@dataclass(frozen=True)
+class PublishedPretraining:
+    """One model's accuracy (%) from scratch and after self-pretraining (SPT) per task of ``columns``;
+    None where the paper prints "chance", which its averages count as ``chance`` (%); ``averages``:
+    (from scratch, SPT) as printed."""
+
+    paper: str
+    attention: str  # our registry name of the paper's model
+    columns: tuple[str, ...]
+    scratch: tuple[float | None, ...]
+    pretrained: tuple[float | None, ...]
+    averages: tuple[float, float]
+    chance: float = 50.0
+
+    def accuracy(self, task: str, pretrained: bool) -> float | None:
+        return (self.pretrained if pretrained else self.scratch)[self.columns.index(task)]
+
+
+AMOS_SPT_ACCURACY = PublishedPretraining(
+    paper=(
+        "Amos et al. 2024, Table 1 (a Transformer of the LRA paper's size, causal SPT), "
+        "as quoted by Parnichkun et al. 2024, Table 1"
+    ),
+    attention="standard",
+    columns=(*TASKS, "pathx"),
+    scratch=(36.37, 64.27, 57.46, 42.44, 71.40, None),  # the LRA paper's Transformer row
+    pretrained=(59.15, 88.81, 90.38, 76.0, 88.49, 88.05),
+    averages=(53.66, 81.81),
+)
 
 
 def skyformer_columns(*values: float) -> dict[str, float]:

@@ -1,16 +1,12 @@
 """OmegaConf resolvers that the config tree uses (registered when ``lra`` is imported).
 
-- ``${lra.budget:DEFAULT}``: the top-level ``features`` budget when it is set, else DEFAULT. Every
-  approximate attention sizes its budget option with it (``num_landmarks: ${lra.budget:64}``), so
-  ``features=128`` sizes them all at once while ``attention.num_landmarks=32`` still wins.
+- ``${lra.budget:DEFAULT}``: the top-level ``features`` budget when set, else DEFAULT: ``features=128``
+  sizes every approximate attention's budget option at once, ``attention.num_landmarks=32`` still wins.
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
-- ``${lra.threads_per_job:DEFAULT}``: under a launcher that runs ``n_jobs`` jobs at once on this machine
-  (``hydra/launcher=joblib``), this process's cores divided among them (at least 1), else DEFAULT; the
-  ``threads`` key uses it, so parallel jobs do not contend for cores while ``threads=4`` still wins.
-- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name with the options the sweep varies
-  (``lra.naming``), for ``hydra.sweep.subdir``.
-- ``${lra.study_name:TASK,ATTENTION,OVERRIDES}``: a search's study name (``lra.search.study``), for the
-  sweep folder of ``hparams_search=lra``.
+- ``${lra.threads_per_job:DEFAULT}``: this process's cores divided among the jobs a launcher runs at
+  once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}`` and ``${lra.study_name:TASK,ATTENTION,OVERRIDES}``:
+  a sweep job's name (``lra.naming``) and a search's study name (``lra.search.study``), for folders.
 """
 
 from __future__ import annotations

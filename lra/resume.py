@@ -1,29 +1,13 @@
-"""Where a run trains and what it continues from: ``resume=null`` (a fresh run), ``auto`` or a PATH.
+"""Where a run trains and what it continues from: ``resume=null`` (a fresh run), ``auto`` or a PATH
+(``plan_run`` says how each one chooses).
 
 "The same job" is one definition, ``comparable_config``: the resolved config less ``IGNORED_KEYS``
-(paths, worker and thread counts, ``resume``: where and how a job executes, not what it computes);
-``job_fingerprint`` is its short hash, stored in ``run.json`` and ``summary.json``. Runs are matched
-by that fingerprint; when a run is refused for another config, the keys that differ are named from
-the config its ``run.json`` records.
-
-Every run folder holds ``run.json`` (that config, its fingerprint, the job's name, varied options and
-command-line overrides, and its W&B run id, written before training) and, from its first evaluation
-on, ``checkpoints/last.ckpt`` (Lightning's full state: model, optimizer, LR scheduler, step, loops,
-callbacks, the loader's position and the RNG states). A resumed run continues in the ORIGINAL
-folder: the same checkpoints, CSV metrics, W&B run id and summary.json, so reports see one run. The
-new Hydra folder of the resuming command keeps only its logs and ``resumed.json``, a pointer to the
-folder where the run went on (or, for a skipped job, where it completed).
-
-- ``resume=auto`` (what a restarted sweep uses), for each job in turn: continue the newest unfinished
-  run of the same job under the output roots (and the job's own folder) that has a last checkpoint;
-  else, when a run of the same job completed, skip the job and report that run's summary.json;
-  else start afresh. A run of the same command-line overrides but another config (the config files
-  changed since) is refused with one line instead: ``resume=null`` starts it afresh.
-- ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``) or a ``.ckpt`` file. A checkpoint
-  inside a run folder continues that folder (its config must equal this one); any other ``.ckpt``
-  starts this run's new folder from its state.
-- ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
-  with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.preemption``).
+(where and how a job executes, not what it computes); ``job_fingerprint`` is its short hash, stored in
+``run.json`` and ``summary.json``. Every run folder holds ``run.json`` (that config, its fingerprint,
+the job's name, options, overrides and W&B run id) and, from its first evaluation on,
+``checkpoints/last.ckpt`` (Lightning's full state with the loader's position and the RNG states). A
+resumed run continues in the ORIGINAL folder, so reports see one run; the resuming command's own
+Hydra folder keeps only its logs and ``resumed.json``, a pointer to where the run went on.
 """
 
 from __future__ import annotations
@@ -148,7 +132,7 @@ RunFolders = Sequence[tuple[Path, dict[str, Any]]]  # (run folder, its run.json)
 
 
 def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
-    """The run folder of ``folders`` that ``resume=auto`` continues (see the module docstring), or None."""
+    """The run folder of ``folders`` that ``resume=auto`` continues (``plan_run``), or None."""
     fingerprint = job_fingerprint(config)
     candidates = []
     for directory, run_file in folders:
@@ -265,8 +249,23 @@ def plan_auto(
 def plan_run(
     cfg: DictConfig, output_dir: Path, roots: Sequence[Path] = (), job_overrides: Sequence[str] = ()
 ) -> RunPlan:
-    """Where the run of ``cfg`` trains, after ``cfg.resume`` (module docstring); ``roots``: what
-    ``resume=auto`` searches; ``job_overrides``: the job's command-line overrides."""
+    """Where the run of ``cfg`` trains, after ``cfg.resume``; ``roots``: what ``resume=auto``
+    searches; ``job_overrides``: the job's command-line overrides.
+
+    - ``resume=auto`` (what a restarted sweep uses), for each job in turn: continue the newest unfinished
+      run of the same job under the output roots (and the job's own folder) that has a last checkpoint;
+      else, when a run of the same job completed, skip the job and report that run's summary.json;
+      else start afresh. A run of the same command-line overrides but another config (the config files
+      changed since) is refused with one line instead: ``resume=null`` starts it afresh.
+    - ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``) or a ``.ckpt`` file. A checkpoint
+      inside a run folder continues that folder (its config must equal this one); any other ``.ckpt``
+      starts this run's new folder from its state.
+    - ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
+      with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.preemption``).
+
+    Runs are matched by fingerprint; when a run is refused for another config, the keys that differ
+    are named from the config its ``run.json`` records.
+    """
     config = comparable_config(cfg)
     resume = cfg.resume
     if resume is None:

@@ -1,28 +1,8 @@
-"""``summary.json`` of every run, the final table, and the table of a whole sweep.
+"""``summary.json`` of every run (``make_summary`` lists its keys), the final table, and the table of a
+whole sweep. ``lra.report`` reads the summaries.
 
-summary.json (``lra.report`` reads it)::
-
-    {"schema": 2 (SCHEMA; a summary without it is schema 1: no majority_share, no test/*_final),
-     "task", "attention", "seed", "status": "completed"|"failed"|"nan"|"interrupted", "error",
-     "metrics": {"val/acc_best", "test/acc", "test/loss" (the checkpoint selected on validation),
-                 "test/acc_final", "test/loss_final" (the final weights), "perf/step_ms",
-                 "perf/samples_per_s", "perf/train_time_s", "perf/peak_gpu_mem_mb" or
-                 "perf/peak_rss_mb", "model/params", "train/steps"},
-     "config": {resolved}, "versions": {...}, "device", "git_commit", "started", "finished", "output_dir",
-     "data": {"dataset", "set", "source", "seed", "command", "majority_share": {"train", "val",
-             "test"}} (the task's dataset recipe, the prepared set it used, that set's source,
-             generator/split seed, the command that rebuilds it and each split's share of its most
-             frequent label, 0-1, what a run at chance scores; null when the run stopped before
-             loading it),
-     "protocol": {"schedule", "clip", "clip_value", "select_after", "attention_dropout"} (how it
-             trained; clip_value null without clipping, attention_dropout null for a core without it),
-     "resumed_from": the checkpoint this segment of the run continued from, or null,
-     "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {the options its sweep
-             varies: value}, "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
-
-``seed`` seeds the model, the training order and every random draw of a run; ``data.seed`` is the seed
-the prepared set was built with. A resumed run has one summary.json, in its original folder; its
-``started`` is the start of the last segment.
+A resumed run has one summary.json, in its original folder; its ``started`` is the start of the last
+segment.
 """
 
 from __future__ import annotations
@@ -43,7 +23,7 @@ from data_prep.storage import write_json
 from lra.naming import record_swept_keys, short_keys
 
 SUMMARY_FILE = "summary.json"
-SCHEMA = 2  # the layout of summary.json (module docstring); raised when a reader must tell layouts apart
+SCHEMA = 2  # the layout of summary.json (make_summary); raised when a reader must tell layouts apart
 STATUSES = ("completed", "failed", "nan", "interrupted")
 METRIC_KEYS = (
     "val/acc_best",
@@ -112,7 +92,8 @@ def plain_config(cfg: DictConfig) -> dict[str, Any]:
 
 
 def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
-    """How the run trained, from its plain config: its ``protocol`` as it applied (module docstring)."""
+    """How the run trained, from its plain config: its ``protocol`` as it applied (``clip_value`` null
+    without clipping, ``attention_dropout`` null for a core without it)."""
     protocol = config.get("protocol") or {}
     clip = protocol.get("clip")
     return {
@@ -137,8 +118,23 @@ def make_summary(
     resumed_from: Path | None = None,
     job: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The summary.json record of one run (see the module docstring); ``job``: its ``name``, varied
-    ``options`` and ``fingerprint`` (``lra.resume.job_record``)."""
+    """The summary.json record of one run; ``job``: its ``name``, varied ``options`` and
+    ``fingerprint`` (``lra.resume.job_record``). The record::
+
+        {"schema": SCHEMA (a summary without it is schema 1: no majority_share, no test/*_final),
+         "task", "attention", "seed" (seeds the model, the training order and every random draw),
+         "status": one of STATUSES, "error",
+         "metrics": {METRIC_KEYS: test/acc, test/loss of the checkpoint selected on validation,
+                     test/*_final of the final weights; "perf/peak_gpu_mem_mb" or "perf/peak_rss_mb"},
+         "config": {resolved}, "versions", "device", "git_commit", "started", "finished", "output_dir",
+         "data": {"dataset", "set", "source", "seed", "command", "majority_share": {split: share}}
+                 (the dataset recipe, the prepared set used, its source, its generator/split seed,
+                 the command that rebuilds it, each split's share of its most frequent label, 0-1:
+                 what a run at chance scores; null when the run stopped before loading it),
+         "protocol": protocol_record, "resumed_from": the checkpoint this segment continued from or null,
+         "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
+         "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
+    """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     config = plain_config(cfg)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ from lra.callbacks import BestCheckpointInWindow, EfficiencyMonitor, ValidateAtL
 from lra.checks import check_config
 from lra.data import LRADataModule
 from lra.errors import ConfigError
-from lra.job_end import JobState, failures_noted, record_outcome, report_completed
+from lra.job_end import failures_noted, record_outcome, report_completed
+from lra.job_state import JobState, TrainerParts
 from lra.loggers import RunIdentity, build_loggers, finish_loggers
 from lra.memory import keep_freed_heap
 from lra.model import LRAClassifier
@@ -103,13 +103,6 @@ def build_datamodule(cfg: DictConfig) -> LRADataModule:
         num_workers=cfg.num_workers,
         seed=cfg.seed,
     )
-
-
-@dataclass
-class TrainerParts:
-    trainer: L.Trainer
-    efficiency: EfficiencyMonitor
-    checkpoint: ModelCheckpoint
 
 
 def clipping(protocol: DictConfig) -> dict[str, Any]:

@@ -2,16 +2,9 @@
 
 Lightning's checkpoint holds the model, optimizer, scheduler and loop counters, but a run resumed
 mid-epoch would start the epoch's data order again and draw dropout masks (and Performer's random
-features) from a freshly seeded generator. ``TrainingOrderState`` adds the rest to every checkpoint:
-
-- the position of the training sampler (``lra.data.EpochPermutationSampler``): the epoch and the
-  index within its permutation where the next batch starts (all processes' batches together);
-- the torch (CPU and CUDA), numpy and Python RNG states at the moment of saving.
-
-A resumed run puts both back at the start of training (after Lightning's sanity check, which runs
-with its RNG isolated), so that on the CPU it ends with the same weights and metrics, bit for bit, as
-a run that was never interrupted (``tests/test_exact_resume.py``). The loaders draw their worker
-seeds from their own generators (``LRADataModule.loader``), never from the global one.
+features) from a freshly seeded generator. ``TrainingOrderState`` adds the rest to every checkpoint,
+so that on the CPU a resumed run ends with the same weights and metrics, bit for bit, as a run that
+was never interrupted (``tests/test_exact_resume.py``).
 """
 
 from __future__ import annotations
@@ -48,7 +41,16 @@ def set_rng_states(states: dict[str, Any]) -> None:
 
 class TrainingOrderState(Callback):
     """Saves the training sampler's position and the RNG states in each checkpoint; restores them when
-    training starts from one (module docstring). The datamodule must have a ``train_sampler``."""
+    training starts from one. The datamodule must have a ``train_sampler``. It saves:
+
+    - the position of the training sampler (``lra.data.EpochPermutationSampler``): the epoch and the
+      index within its permutation where the next batch starts (all processes' batches together);
+    - the torch (CPU and CUDA), numpy and Python RNG states at the moment of saving.
+
+    A resumed run puts both back at the start of training (after Lightning's sanity check, which runs
+    with its RNG isolated). The loaders draw their worker seeds from their own generators
+    (``LRADataModule.loader``), never from the global one.
+    """
 
     def __init__(self) -> None:
         self.trainer: L.Trainer | None = None

@@ -44,8 +44,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-# The tests run tiny tensors on a small shared machine, where one intra-op thread is several times
-# faster than contending for every core; no test asserts a speed.
+# The tests run tiny tensors on a small shared machine, where one intra-op thread does better than
+# threads contending for every core; no test asserts a speed.
 torch.set_num_threads(1)
 
 

@@ -83,6 +83,28 @@ def test_unknown_task_or_attention_lists_the_valid_names(tmp_path):
     assert not (tmp_path / "outputs").exists()
 
 
+def test_help_names_the_app_its_first_commands_and_every_group(tmp_path):
+    """``python -m lra --help`` (conf/hydra/help/lra.yaml): the app, the README's first three commands
+    and each config group with its options, instead of Hydra's "__main__ is powered by Hydra"."""
+    result = lra_command(["--help"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("lra: the Long Range Arena benchmark harness")
+    assert "powered by Hydra" not in result.stdout
+    for command in (
+        "python -m lra task=listops attention=nystrom",
+        "python -m lra -m task=listops attention=nystrom,skyformer seed=0,1,2 "
+        "attention.num_landmarks=32,64,128",
+        "python -m lra.report",
+    ):
+        assert f"  {command}" in lines, result.stdout
+    listed = dict(line.split(": ", 1) for line in lines if ": " in line and not line.startswith(" "))
+    for group in ("task", "attention", "model", "trainer", "logger", "experiment", "debug", "hparams_search"):
+        options = sorted(path.stem for path in (REPO / "conf" / group).glob("*.yaml"))
+        assert listed[group].split(", ") == options, group
+    assert not (tmp_path / "outputs").exists()
+
+
 def test_multirun_records_a_failed_job_and_goes_on(data_root, tmp_path):
     sweep = tmp_path / "sweep"
     result = lra_command(

@@ -11,8 +11,10 @@ import pytest
 import attention_zoo
 from lra.published_numbers import (
     ACCURACY,
+    AMOS_SPT_ACCURACY,
     LAYER_COST,
     LAYER_COST_LENGTHS,
+    LRA_ACCURACY,
     RUN_COST,
     SKYFORMER_ACCURACY,
     TASKS,
@@ -30,6 +32,16 @@ def test_each_printed_average_is_the_mean_of_its_five_cells(table):
     for attention, accuracy in table.rows.items():
         assert len(accuracy) == len(TASKS)
         assert table.averages[attention] == pytest.approx(statistics.fmean(accuracy), abs=0.01), attention
+
+
+def test_amos_averages_count_chance_as_the_paper_does_and_scratch_is_the_lra_papers_transformer():
+    table = AMOS_SPT_ACCURACY
+    assert table.columns == (*TASKS, "pathx") and table.attention in attention_zoo.available()
+    for row, printed in zip((table.scratch, table.pretrained), table.averages, strict=True):
+        cells = [table.chance if accuracy is None else accuracy for accuracy in row]
+        assert printed == pytest.approx(statistics.fmean(cells), abs=0.01)
+    assert table.scratch[: len(TASKS)] == LRA_ACCURACY.rows["standard"]
+    assert table.accuracy("pathx", pretrained=False) is None and table.accuracy("image", True) == 76.0
 
 
 def test_skyformer_tables_have_all_nine_rows_with_hours_and_memory_for_every_task():

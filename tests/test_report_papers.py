@@ -75,12 +75,12 @@ def test_runs_at_chance_are_flagged_in_the_tables_and_counted_at_the_top(tmp_pat
 
 def test_schema_one_runs_say_no_flag_is_possible_and_other_schemas_one_line(tmp_path: Path, capsys):
     write_summary(tmp_path, "listops", "nystrom", 0, 0.17)  # schema 1: no majority share
-    write_summary(tmp_path, "text", "nystrom", 0, 0.6, schema=3, finished="2025-01-02")
+    write_summary(tmp_path, "text", "nystrom", 0, 0.6, schema=4, finished="2025-01-02")
     out = tmp_path / "results"
     assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert "1 run(s) record no majority-class share (1 with schema-1 summaries" in text
-    assert "summary.json schema 3 is not one this report reads" in text  # listed with the unreadable
+    assert "summary.json schema 4 is not one this report reads" in text  # listed with the unreadable
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("skipped 1 summary.json file(s) of another schema")
 

@@ -3,17 +3,12 @@
 Each node at depth < ``max_depth`` (the root has depth 1) is an operator with probability
 ``operator_probability``, else a digit 0-9; an operator is one of MIN, MAX, MED, SM and takes
 2..``max_args`` arguments. A tree's length counts its operators, digits and closing brackets
-(one token each); a tree is kept when ``min_length < length < max_length``.
-
-Values: MIN / MAX of the arguments; SM = sum mod 10; MED = the median as LRA computes it,
-``int(numpy.median(args))``: the middle argument for an odd count, and for an even count the
-mean of the two middle arguments truncated to an integer (e.g. MED of 3 and 4 is 3).
+(one token each); a tree is kept when ``min_length < length < max_length``; its value: ``evaluate``.
 
 Trees are grown a whole forest at a time, one depth level per step, with numpy: a chunk draws
 ``num_roots`` roots from its own generator (seeded by ``(seed, chunk)``), stops expanding a tree
-as soon as its token count reaches ``max_length``, and then lays the kept trees out in prefix
-order and evaluates them bottom-up. The result of a chunk depends only on the seed and the
-chunk index.
+as soon as its token count reaches ``max_length``, then lays the kept trees out in prefix order
+and evaluates them bottom-up. A chunk depends only on the seed and the chunk index.
 """
 
 from __future__ import annotations
@@ -161,7 +156,11 @@ def lay_out(levels: list[Level], num_trees: int, width: int) -> tuple[np.ndarray
 
 
 def evaluate(levels: list[Level]) -> np.ndarray:
-    """The value 0..9 of each tree (num_trees,), computed bottom-up."""
+    """The value 0..9 of each tree (num_trees,), computed bottom-up.
+
+    MIN / MAX of the arguments; SM = sum mod 10; MED = the median as LRA computes it,
+    ``int(numpy.median(args))``: the middle argument for an odd count, and for an even count the
+    mean of the two middle arguments truncated to an integer (e.g. MED of 3 and 4 is 3)."""
     below = None
     for index in range(len(levels) - 1, -1, -1):
         level = levels[index]

@@ -8,12 +8,9 @@
         --source test_d20s.tsv --split test                        # 2018 files: one split per file
 
 Tokens: 0 = pad, then ``[MIN [MAX [MED [SM ]`` and the digits 0-9 (vocab 16); the brackets ``]``
-are kept (LRA's fix of March 2021), ``(`` and ``)`` are dropped. Rows longer than ``--seq-len``
-are truncated and counted in meta.json (``truncated``).
-
-Generated sets are seeded: trees come from chunks whose generators are seeded by
-``(seed, chunk index)``, are de-duplicated across all splits in generation order, and fill
-train, then val, then test. The same seed and options give identical arrays.
+are kept (as in LRA's corrected ListOps files), ``(`` and ``)`` are dropped. Rows longer than
+``--seq-len`` are truncated and counted in meta.json (``truncated``). The same seed and options give
+identical generated arrays (``write_generated``).
 """
 
 from __future__ import annotations
@@ -117,7 +114,10 @@ def write_from_files(writer: PreparedWriter, files: dict[str, Path], seq_len: in
 def write_generated(
     writer: PreparedWriter, sizes: dict[str, int], shape: TreeShape, seed: int, seq_len: int
 ) -> dict[str, int]:
-    """Fill the splits with unique generated trees (train, then val, then test); returns statistics."""
+    """Fill the splits with unique generated trees (train, then val, then test); returns statistics.
+
+    Trees come from chunks whose generators are seeded by ``(seed, chunk index)`` and are
+    de-duplicated across all splits in generation order."""
     arrays = {
         split: writer.create_split(split, size, (seq_len,), VOCAB_SIZE) for split, size in sizes.items()
     }
@@ -206,13 +206,8 @@ def run_listops(args: argparse.Namespace) -> None:
             stats = write_generated(writer, sizes, shape, args.seed, args.seq_len)
             writer.meta["truncated"] = {split: stats.pop(f"truncated_{split}") for split in sizes}
             writer.meta.update(stats)
-        counts = {split: len(arrays.labels) for split, arrays in writer.arrays.items()}
-    summary = ", ".join(f"{split} {counts[split]}" for split in SPLITS if split in counts)
     truncated = sum(writer.meta["truncated"].values())
-    print(
-        f"listops: wrote {Path(args.root) / args.name} ({summary}; seq_len {args.seq_len}, "
-        f"vocab {VOCAB_SIZE}, truncated {truncated}) in {time.time() - started:.1f}s"
-    )
+    writer.report(f"seq_len {args.seq_len}, vocab {VOCAB_SIZE}, truncated {truncated}", started)
 
 
 @command("listops", help="ListOps: the built-in generator (default) or the LRA / 2018 TSV files (--source)")

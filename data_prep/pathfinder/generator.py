@@ -1,48 +1,12 @@
 """The built-in Pathfinder generator: the procedure of the original one (``snakes2`` of Linsley et al.
 2018, github drewlinsley/pathfinder, which made LRA's ``pathfinder32`` and Path-X), re-implemented
-from its description and parameters, vectorised with numpy.
-
-An image of R×R pixels (settings per size: ``settings``) is drawn as the original does:
-
-1. a paddle margin is drawn (from one value at 32 px, from 2 or 3 at 128);
-2. two *main snakes* of the difficulty's contour length (6 / 9 / 14 paddles) grow from two first
-   paddles ``seed_distance`` apart near the middle, one paddle each in turn; a paddle is a short
-   line drawn large and down-sampled (``shapes``); each next paddle turns from the last
-   by an angle weighed by cos²(min(turn × continuity, 90°)) and must not overlap the occupancy mask
-   of the paddles already placed (``snakes``); a pair that fails is drawn again;
-3. *distractor snakes* (contour length // 3 paddles, budget // that many of them) grow anywhere
-   free, each dropped after 5 failed tries; as in the original, a snake whose first paddle's angle
-   has a seed kernel that can leave the image fails that try at once (the original's OpenCV
-   dilation pads float masks with -DBL_MAX, read as "no free start": ``Layout.seed_blocked``), so
-   only about a third of them are placed at 32×32;
-4. two marker discs go on path ends: label 1, the first paddle's start and the last paddle's head
-   of one main snake; label 0, the first paddle's start of one and the last head of the other;
-5. main snakes are drawn at snake × paddle contrast, distractors at snake contrast (each paddle
-   pixel rounded to float32, as the original's float32 canvas did), markers at 1, combined by
-   maximum, and the image is byte-scaled by its own minimum and maximum in the steps of scipy's
-   ``bytescale``, which the original's ``imsave`` applied (``to_bytes``); with the same float
-   types in the same order, every grey level rounds as the original's.
+from its description and parameters, vectorised with numpy. ``_draw`` lists the steps of an image,
+``generate_images`` where this generator differs from the original.
 
 Labels alternate with the image index (exactly balanced) and each image has its own random
 generator, ``image_rng(seed, index)``, so any image can be made again from ``(seed, index)``
-alone, in any batch, by any number of worker processes.
-
-Where it differs from the original:
-
-- random numbers come from numpy's ``Generator`` per image, not the global legacy generator, so
-  no image is the same as one of LRA's, only drawn the same way; several draws the original makes
-  one after the other (the tries at a paddle, the pairs of main snakes) are made at once, which
-  changes which numbers are used, not their distribution;
-- the anti-aliasing filter is today's Pillow Lanczos, called directly on 0/255 canvases: the
-  original's ``imresize`` (removed from scipy) byte-scaled its drawings to exactly those before
-  calling Pillow's Lanczos; the Pillow of 2018 that made LRA's sets may have rounded faint halo
-  values differently (not checked);
-- the original tries main pairs forever; this one gives up with an error after
-  ``PAIR_BATCHES`` batches (never reached at the LRA settings);
-- sizes other than LRA's 32, 64, 128 and 256 pixels use scaled settings (``settings``).
-
-Measured closeness to the original's images: ``python -m data_prep pathfinder-stats``
-(``results/pathfinder_stats.md``).
+alone, in any batch, by any number of worker processes. Closeness to the original's images:
+``python -m data_prep pathfinder-stats`` (``results/pathfinder_stats.md``).
 """
 
 from __future__ import annotations
@@ -155,7 +119,29 @@ def segments(board: Layout, snake: Snake) -> np.ndarray:
 def _draw(
     rngs: list[np.random.Generator], difficulty: str, settings: Settings, margin: int, labels: list[int]
 ) -> tuple[np.ndarray, list[PathfinderRecord]]:
-    """The images (one per generator, all with paddle ``margin``) and their records."""
+    """The images (one per generator, all with paddle ``margin``) and their records.
+
+    An image of R×R pixels (settings per size: ``settings``) is drawn as the original does:
+
+    1. a paddle margin is drawn (from one value at 32 px, from 2 or 3 at 128);
+    2. two *main snakes* of the difficulty's contour length (6 / 9 / 14 paddles) grow from two first
+       paddles ``seed_distance`` apart near the middle, one paddle each in turn; a paddle is a short
+       line drawn large and down-sampled (``shapes``); each next paddle turns from the last
+       by an angle weighed by cos²(min(turn × continuity, 90°)) and must not overlap the occupancy mask
+       of the paddles already placed (``snakes``); a pair that fails is drawn again;
+    3. *distractor snakes* (contour length // 3 paddles, budget // that many of them) grow anywhere
+       free, each dropped after 5 failed tries; as in the original, a snake whose first paddle's angle
+       has a seed kernel that can leave the image fails that try at once (the original's OpenCV
+       dilation pads float masks with -DBL_MAX, read as "no free start": ``Layout.seed_blocked``), so
+       at 32×32 most of them are not placed;
+    4. two marker discs go on path ends: label 1, the first paddle's start and the last paddle's head
+       of one main snake; label 0, the first paddle's start of one and the last head of the other;
+    5. main snakes are drawn at snake × paddle contrast, distractors at snake contrast (each paddle
+       pixel rounded to float32, as the original's float32 canvas did), markers at 1, combined by
+       maximum, and the image is byte-scaled by its own minimum and maximum in the steps of scipy's
+       ``bytescale``, which the original's ``imsave`` applied (``to_bytes``); with the same float
+       types in the same order, every grey level rounds as the original's.
+    """
     board = layout(settings, margin)
     contour_length = CONTOUR_LENGTHS[difficulty]
     draws = Draws(rngs)
@@ -183,7 +169,22 @@ def generate_images(
     rngs: list[np.random.Generator], difficulty: str, resolution: int, labels: list[int]
 ) -> tuple[np.ndarray, list[PathfinderRecord]]:
     """Images (n, R, R) uint8 and their records, image ``i`` drawn from ``rngs[i]`` alone with
-    label ``labels[i]`` (0 or 1), whatever the other generators: grown together for speed."""
+    label ``labels[i]`` (0 or 1), whatever the other generators: grown together for speed.
+
+    Where this generator differs from the original:
+
+    - random numbers come from numpy's ``Generator`` per image, not the global legacy generator, so
+      no image is the same as one of LRA's, only drawn the same way; several draws the original makes
+      one after the other (the tries at a paddle, the pairs of main snakes) are made at once, which
+      changes which numbers are used, not their distribution;
+    - the anti-aliasing filter is today's Pillow Lanczos, called directly on 0/255 canvases: the
+      original's ``imresize`` (removed from scipy) byte-scaled its drawings to exactly those before
+      calling Pillow's Lanczos; the Pillow of 2018 that made LRA's sets may have rounded faint halo
+      values differently (not checked);
+    - the original tries main pairs forever; this one gives up with an error after
+      ``PAIR_BATCHES`` batches (never reached at the LRA settings);
+    - sizes other than LRA's 32, 64, 128 and 256 pixels use scaled settings (``settings``).
+    """
     check_options(difficulty, resolution)
     if any(label not in (0, 1) for label in labels):
         raise ValueError(f"labels must be 0 or 1, got {sorted(set(labels) - {0, 1})}")

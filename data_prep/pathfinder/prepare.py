@@ -7,11 +7,8 @@
     python -m data_prep pathfinder --generate --num 4000 --difficulty easy --name pathfinder-demo
 
 ``--source`` may be the unpacked release at any level (``lra_release/``, ``lra_release/lra_release/``,
-``pathfinder<R>/`` for ``--resolution R``) or a difficulty folder itself. There,
-``metadata/<batch>.npy`` lists the images, one per row ``dir file _ label ...`` (image =
-``dir/file`` under the difficulty folder): a text file, or at some versions of the original
-generator a binary ``numpy.save`` array of the same rows; empty metadata files and rows whose
-image is missing are skipped and counted in meta.json.
+``pathfinder<R>/`` for ``--resolution R``) or a difficulty folder itself (``release_images``); empty
+metadata files and rows whose image is missing are skipped and counted in meta.json.
 
 Each image becomes its pixels, row-major, as tokens (vocab 256, a black pixel is token 0, no
 padding), label 1 = the markers are connected. Both modes shuffle the images with a seeded
@@ -39,7 +36,7 @@ from data_prep.pathfinder.release_images import (
     list_images,
     read_image,
 )
-from data_prep.storage import SPLITS, PreparedWriter, SplitArrays
+from data_prep.storage import PreparedWriter, SplitArrays
 
 Writer = Callable[[PreparedWriter], None]
 
@@ -170,12 +167,7 @@ def run_pathfinder(args: argparse.Namespace) -> None:
     }
     with PreparedWriter(args.root, args.name, meta) as writer:
         write(writer)
-        counts = {split: len(arrays.labels) for split, arrays in writer.arrays.items()}
-    summary = ", ".join(f"{split} {counts[split]}" for split in SPLITS)
-    print(
-        f"pathfinder: wrote {Path(args.root) / args.name} ({summary}; {args.difficulty}, "
-        f"{meta['seq_len']} pixels each) in {time.time() - started:.1f}s"
-    )
+    writer.report(f"{args.difficulty}, {meta['seq_len']} pixels each", started)
 
 
 @command(

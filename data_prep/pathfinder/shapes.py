@@ -1,17 +1,10 @@
 """The shapes the Pathfinder generator draws: paddles and marker discs, anti-aliased as the original did.
 
-A *paddle* of length L and thickness T pointing at angle θ (radians; row = sin, column = cos) is a
-line drawn with Pillow from the centre of a blank square canvas ``antialias_scale`` (aa) times finer
-than the image, ``round(T * aa)`` pixels wide, to the centre plus ``L * aa`` along θ (rounded up),
-then down-sampled with Lanczos into a patch of ``2H + 1`` pixels, ``H = L + ⌈T⌉ + margin``, centred
-on the paddle's start. Its *mask* is the same line grown by a disc of radius ``margin * aa`` and
-down-sampled the same way: values in [0, 1] that say how much of the paddle's surroundings it takes.
-A *marker* is a disc of radius ``marker_radius * aa`` on an image-sized canvas aa times finer,
-down-sampled with Lanczos to the image. These are the original generator's shapes; only the
-resampling filter's implementation (today's Pillow, where the original went through scipy's
-``imresize``, itself Pillow) may differ in rounding.
-
-Everything a paddle needs is computed once per angle and kept (``PaddleSet``).
+Each shape is drawn with Pillow on a canvas ``antialias_scale`` (aa) times finer than the image and
+down-sampled with Lanczos (``PaddleSet._draw``, ``marker``). These are the original generator's
+shapes; only the resampling filter's implementation (today's Pillow, where the original went through
+scipy's ``imresize``, itself Pillow) may differ in rounding. Everything a paddle needs is computed
+once per angle and kept (``PaddleSet``).
 """
 
 from __future__ import annotations
@@ -129,6 +122,14 @@ class PaddleSet:
         return found
 
     def _draw(self, angle: float) -> Paddle:
+        """The paddle pointing at ``angle`` (radians; row = sin, column = cos) from its start.
+
+        A paddle of length L and thickness T is a line drawn from the centre of a blank square canvas
+        aa times finer than the image, ``round(T * aa)`` pixels wide, to the centre plus ``L * aa``
+        along the angle (rounded up), then down-sampled into a patch of ``2H + 1`` pixels,
+        ``H = L + ⌈T⌉ + margin``, centred on the paddle's start. Its *mask* is the same line grown by a
+        disc of radius ``margin * aa`` and down-sampled the same way: values in [0, 1] that say how
+        much of the paddle's surroundings it takes."""
         big = 2 * self.half * self.aa + 1
         centre = self.half * self.aa
         head = step((centre, centre), angle, self.length * self.aa)
@@ -160,9 +161,10 @@ def paddle_set(settings: Settings, margin: int) -> PaddleSet:
 
 @functools.lru_cache(maxsize=1 << 16)
 def marker(settings: Settings, row: int, col: int) -> tuple[int, int, np.ndarray]:
-    """The marker disc centred on image pixel (``row``, ``col``), down-sampled on its own
-    image-sized canvas: (top, left, patch) with the patch (h, w) float in [0, 1] the disc's nonzero
-    bounding box, which starts at pixel (top, left) (cached: a marker only depends on its place)."""
+    """The marker disc centred on image pixel (``row``, ``col``), of radius ``marker_radius * aa`` on an
+    image-sized canvas aa times finer, down-sampled to the image: (top, left, patch) with the patch
+    (h, w) float in [0, 1] the disc's nonzero bounding box, which starts at pixel (top, left) (cached:
+    a marker only depends on its place)."""
     aa, size = settings.antialias_scale, settings.resolution
     rows = np.arange(size * aa)
     distance2 = (rows[:, None] - row * aa) ** 2 + (rows[None, :] - col * aa) ** 2

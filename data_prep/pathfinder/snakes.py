@@ -1,38 +1,13 @@
 """Snakes of paddles grown one paddle at a time on an occupancy mask, as the original generator does.
 
 The *occupancy mask* of an image is the maximum of the masks of the paddles placed so far (see
-``shapes``), with the image's ``padding`` border set to 1; pixels outside the image
-never count (the original cut everything to the image).
+``shapes``), with the image's ``padding`` border set to 1; pixels outside the image never count (the
+original cut everything to the image). A snake's first paddle: ``_distractor_starts`` (seeding) and
+``_seed_pairs``; each next one: ``extend``; the two main snakes: ``main_pairs``; ``distractors``.
 
-- **Seeding** a snake draws its first paddle's angle (a whole degree); an angle whose seed kernel
-  (its fully-on mask pixels, one pixel off, as the original's dilation kernel) lies wholly outside
-  the image from some pixel fails at once (``Layout.seed_blocked``: the original's OpenCV dilation
-  pads with -DBL_MAX and a negative mask means "no free start"; 330 of 360 angles at 32 px).
-  Otherwise a start is drawn uniformly among those where every kernel pixel in the image is free
-  (mask ≤ 0.3) and out of a band along the edges; a start whose paddle end or pivot falls outside
-  the image is drawn again (``PADDLE_TRIES`` in all). Distractors also fail when less than 1% of
-  the image is free.
-- **Extending** a snake moves its pivot by ``length + 2 margin`` along its last paddle and weighs
-  each candidate head around it (``PaddleSet.steps``) by ``1 - mask`` (the mask grown by a disc of
-  the margin) times ``cos²(min(turn * continuity, 90°))``; a drawn head is kept when the new
-  paddle's mask plus the occupancy mask stays below 1.8 everywhere (``PADDLE_TRIES`` draws). The
-  occupancy mask takes a paddle when the next one is placed, so a paddle is checked against every
-  earlier paddle but the one just before it on its own snake; a snake's last paddle joins the mask
-  when the snake is complete.
-- The **two main snakes** start ``seed_distance`` apart: the first in the middle of the image
-  (its band is ``2 seed_distance`` wide), the second at a random whole-degree direction from it,
-  unchecked against the mask; they grow one paddle each in turn, and any failure starts the pair
-  over. As in the original, the first main snake's last paddle never joins the mask, so
-  distractors may come close to it.
-- **Distractor snakes** start anywhere free (band 1) and grow to their length; a snake that fails
-  is dropped after ``DISTRACTOR_TRIES`` tries, and the image keeps as many as succeeded.
-
-For speed, attempts are grown in lockstep with numpy: main pairs in batches per image (16, 32,
-... until one succeeds; the first success is what trying them one by one would keep) and the
-distractors of many images. A distractor's start is drawn among ``PROPOSALS`` random pixels (the
-first free one is a uniform draw among the free starts), or among all free starts when none is.
-Random numbers come from each image's own buffer (``Draws``), so an image does not depend on
-which other images share its batch.
+For speed, attempts are grown in lockstep with numpy: main pairs in batches per image and the
+distractors of many images. Random numbers come from each image's own buffer (``Draws``), so an
+image does not depend on which other images share its batch.
 """
 
 from __future__ import annotations
@@ -68,10 +43,18 @@ def _fits(layout: Layout, flat: np.ndarray, cells: np.ndarray, keys: np.ndarray)
 
 
 def extend(draws: Draws, layout: Layout, attempts: Attempts, snake: int) -> None:
-    """Add one paddle to snake ``snake`` of every live attempt (see the module docstring); an
-    attempt whose snake finds no head fails. The tries at a head are drawn at once, and the first
-    that fits is kept, as trying them one by one would. Arrays are laid out (candidates, attempts)
-    so that sums and maxima run over the first axis, which numpy does fast."""
+    """Add one paddle to snake ``snake`` of every live attempt; an attempt whose snake finds no head
+    fails.
+
+    The pivot moves by ``length + 2 margin`` along the snake's last paddle and each candidate head
+    around it (``PaddleSet.steps``) is weighed by ``1 - mask`` (the mask grown by a disc of the
+    margin) times ``cos²(min(turn * continuity, 90°))``; a drawn head is kept when the new paddle's
+    mask plus the occupancy mask stays below ``CROWDED`` everywhere (``PADDLE_TRIES`` draws). The
+    occupancy mask takes a paddle when the next one is placed, so a paddle is checked against every
+    earlier paddle but the one just before it on its own snake; a snake's last paddle joins the mask
+    when the snake is complete. The tries at a head are drawn at once, and the first that fits is
+    kept, as trying them one by one would. Arrays are laid out (candidates, attempts) so that sums
+    and maxima run over the first axis, which numpy does fast."""
     live, last = attempts.live, attempts.placed - 1
     keys = attempts.keys[live, snake, last]
     pivots = np.ceil(attempts.pivots[live, snake] + layout.advance[keys]).astype(np.intp)
@@ -128,7 +111,8 @@ def _place_first(
 
 
 def _seed_pairs(draws: Draws, layout: Layout, attempts: Attempts) -> None:
-    """The first paddles of both main snakes of every attempt (see the module docstring)."""
+    """The first paddles of both main snakes of every attempt (``main_pairs``), seeded as
+    ``_distractor_starts`` says, the first in the middle band."""
     rows, tries = np.arange(len(attempts.owners)), PADDLE_TRIES
     numbers = draws.take(attempts.owners, 4 * tries)
     # A blocked first key restarts the pair, as does every failure before the paddle is placed, so
@@ -166,7 +150,14 @@ def _try_pairs(draws: Draws, layout: Layout, images: np.ndarray, batch: int, con
 
 def main_pairs(draws: Draws, layout: Layout, contour_length: int) -> tuple[np.ndarray, list[list[Snake]]]:
     """For each image (one per generator of ``draws``): the two main snakes of ``contour_length``
-    paddles (see the module docstring) and the occupancy mask they leave, (I, W * W)."""
+    paddles and the occupancy mask they leave, (I, W * W).
+
+    The two start ``seed_distance`` apart: the first in the middle of the image (its band is
+    ``2 seed_distance`` wide), the second at a random whole-degree direction from it, unchecked
+    against the mask; they grow one paddle each in turn, and any failure starts the pair over. As in
+    the original, the first main snake's last paddle never joins the mask, so distractors may come
+    close to it. Pairs are tried in batches per image (16, 32, ... until one succeeds; the first
+    success is what trying them one by one would keep)."""
     count = len(draws.rngs)
     masks = np.empty((count, layout.width**2), dtype=layout.empty.dtype)
     pairs: list[list[Snake]] = [[] for _ in range(count)]
@@ -184,7 +175,17 @@ def main_pairs(draws: Draws, layout: Layout, contour_length: int) -> tuple[np.nd
 
 
 def _distractor_starts(draws: Draws, layout: Layout, attempts: Attempts) -> None:
-    """The first paddle of every attempt's distractor, anywhere free (see the module docstring)."""
+    """The first paddle of every attempt's distractor, anywhere free (band 1).
+
+    Seeding a snake draws its first paddle's angle (a whole degree); an angle whose seed kernel (its
+    fully-on mask pixels, one pixel off, as the original's dilation kernel) lies wholly outside the
+    image from some pixel fails at once (``Layout.seed_blocked``: the original's OpenCV dilation
+    pads with -DBL_MAX and a negative mask means "no free start"; 330 of 360 angles at 32 px).
+    Otherwise a start is drawn uniformly among those where every kernel pixel in the image is free
+    (mask ≤ 0.3) and out of a band along the edges; a start whose paddle end or pivot falls outside
+    the image is drawn again (``PADDLE_TRIES`` in all). Distractors also fail when less than
+    ``MIN_FREE_SHARE`` of the image is free. A start is drawn among ``PROPOSALS`` random pixels (the
+    first free one is a uniform draw among the free starts), or among all free starts when none is."""
     count, size, tries = len(attempts.owners), layout.size, PADDLE_TRIES
     masks = attempts.masks
     inner = masks.reshape(count, layout.width, layout.width)[(slice(None), *layout.inner)]
@@ -219,8 +220,10 @@ def _distractor_starts(draws: Draws, layout: Layout, attempts: Attempts) -> None
 def distractors(
     draws: Draws, layout: Layout, masks: np.ndarray, count: int, length: int
 ) -> list[list[Snake]]:
-    """For each image, up to ``count`` distractor snakes of ``length`` paddles (``DISTRACTOR_TRIES``
-    tries each), added to its occupancy mask in ``masks`` (I, W * W), in place."""
+    """For each image, up to ``count`` distractor snakes of ``length`` paddles, added to its
+    occupancy mask in ``masks`` (I, W * W), in place. Each starts anywhere free and grows to its
+    length; one that fails is dropped after ``DISTRACTOR_TRIES`` tries, and the image keeps as many
+    as succeeded."""
     placed: list[list[Snake]] = [[] for _ in draws.rngs]
     for _ in range(count):
         need = np.arange(len(draws.rngs))

@@ -1,9 +1,11 @@
 """The read side of the harness: finished runs become the papers' tables and figures.
 
 ``python -m lra.report`` (``cli``) writes the report: ``runs`` reads the summary.json files, ``curves``
-the metrics CSVs, ``tables`` and ``figures`` draw, ``papers`` says which tables and figures each paper
-has, ``document`` assembles the markdown and ``wandb_log`` logs the same to W&B. ``progress`` counts a
-sweep's jobs, ``published`` holds the papers' numbers and ``provenance`` the machine, command and
-markdown lines shared with ``lra.bench``. Nothing is imported here, so ``lra.bench`` can import
-``lra.provenance`` without the rest.
+the metrics CSVs, ``tables`` and ``figures`` draw, ``spt`` sets runs from scratch beside self-pretrained
+ones, ``paper_layouts`` says which tables and figures each paper has, ``studies`` adds the
+hyperparameter searches, ``document`` assembles the markdown and ``wandb_log`` logs the same to W&B;
+``progress`` counts a sweep's jobs by state. It imports the job's record formats (``lra.summary_json``,
+``lra.resume``, ``lra.naming``, ``lra.search.study``) and the modules it shares with ``lra.bench``
+(``lra.provenance``, ``lra.published_numbers``, ``lra.plotting``), never ``lra.bench``. Nothing is
+imported here, so a submodule loads only what it needs.
 """

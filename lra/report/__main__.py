@@ -3,8 +3,9 @@
 import sys
 
 from lra.report.cli import main
+from lra.report.wandb_workspace import WorkspaceError
 
 try:
     sys.exit(main())
-except FileNotFoundError as error:
+except (FileNotFoundError, WorkspaceError) as error:
     sys.exit(f"error: {error}")

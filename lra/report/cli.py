@@ -6,7 +6,8 @@ Reads every ``summary.json`` under ``--runs`` (default ``outputs/`` and ``multir
 (git-ignored): ours per attention × task (mean ± std over seeds, runs at chance flagged), each
 paper's tables beside its published figures (``lra.report.paper_layouts``; ``--paper`` picks one),
 and the jobs that did not complete. ``--final`` adds the accuracy at the final weights; ``--wandb``
-logs the same to W&B (``lra.report.wandb_log``).
+logs the same to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B
+workspace views of the runs (``lra.report.wandb_workspace``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.studies import studies_section
+from lra.report.wandb_workspace import write_workspaces
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 DEFAULT_OUT = Path("outputs") / "report"
@@ -45,6 +47,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--final", action="store_true", help="also the test accuracy at the final weights")
     parser.add_argument(
         "--wandb", action="store_true", help="also log the tables and figures to W&B (offline by default)"
+    )
+    parser.add_argument(
+        "--wandb-workspace",
+        metavar="ENTITY/PROJECT",
+        help="also save W&B workspace views of the runs in that project (lra.report.wandb_workspace)",
     )
     parser.add_argument(
         "--progress",
@@ -113,4 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         figures = [args.out / f"{stem}.png" for stem in sorted(written)]
         print(log_report(text, figures, runs, command, args.out))
+    if args.wandb_workspace:
+        print(write_workspaces(runs, args.wandb_workspace))
     return 0

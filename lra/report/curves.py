@@ -1,9 +1,11 @@
 """Validation accuracy against training time, read from each run's metrics CSV (Skyformer Figure 2).
 
 Every run writes ``csv/metrics.csv`` in its folder; each validation row carries ``val/acc`` and
-``perf/elapsed_s`` (training seconds so far, validations included, summed over resumed segments). A run
-without that file or column, or whose file ends mid-row, has no curve: ``read_curves`` names it with the
-reason, and the rest of the report is written.
+``perf/elapsed_s`` (training seconds so far, validations included, summed over resumed segments). A
+self-pretrained run's pretraining rows carry no ``val/acc``; its curve is its fine-tuning's, shifted by
+the pretraining's seconds (summary.json ``pretrain.time_s``) so that both protocols are compared on total
+time. A run without that file or column, whose file ends mid-row, or whose pretraining time is not
+recorded, has no curve: ``read_curves`` names it with the reason, and the rest of the report is written.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ class CurveError(ValueError):
 
 @dataclass(frozen=True)
 class Curve:
-    """One run's validations: training seconds and validation accuracy (0-1), in order."""
+    """One run's validations: training seconds (pretraining included) and validation accuracy (0-1),
+    in order."""
 
     run: Run
     seconds: tuple[float, ...]
@@ -35,7 +38,11 @@ class Curve:
 
 
 def read_curve(run: Run) -> Curve:
-    """The curve of ``run`` from ``<run folder>/csv/metrics.csv``; ``CurveError`` when it has none."""
+    """The curve of ``run`` from ``<run folder>/csv/metrics.csv``, after its pretraining when
+    self-pretrained; ``CurveError`` when it has none."""
+    if run.spt and run.pretrain_time_s is None:
+        raise CurveError("self-pretrained, but summary.json records no pretraining time (pretrain.time_s)")
+    offset = run.pretrain_time_s or 0.0
     path = run.path.parent / METRICS_CSV
     if not path.is_file():
         raise CurveError(f"no {METRICS_CSV}")
@@ -53,7 +60,7 @@ def read_curve(run: Run) -> Curve:
             raise CurveError(f"{METRICS_CSV} line {line} has the wrong number of fields (truncated?)")
         if row[ELAPSED] and row[VAL_ACC]:
             try:
-                points.append((float(row[ELAPSED]), float(row[VAL_ACC])))
+                points.append((offset + float(row[ELAPSED]), float(row[VAL_ACC])))
             except ValueError as error:
                 raise CurveError(f"{METRICS_CSV} line {line}: {error}") from None
     if not points:

@@ -1,5 +1,5 @@
-"""The report's markdown document: header, provenance, our tables, the papers' sections, the jobs that
-did not complete and the W&B recipe, in order."""
+"""The report's markdown document: header, provenance, our tables, scratch against self-pretrained, the
+papers' sections, the jobs that did not complete and the W&B recipe, in order."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import replace
 from lra.report import figures
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.runs import CHANCE_MARGIN, GENERATED, Run, latest_per_seed
+from lra.report.spt import spt_section
 from lra.report.tables import accuracy_table, failed_section
 
 ACCURACY_VS_TIME = FigureSpec(
@@ -24,19 +25,12 @@ Every run logs to W&B as `{task}-{attention}-s{seed}` (with the options its swee
 task (`group = task`) and tagged with its task, attention and `budget=N`, with the resolved config (so
 `attention.name` and every option are config fields).
 Runs are offline by default: upload them first with `wandb sync outputs/*/*/wandb/offline-run-*` and
-`wandb sync multirun/*/*/wandb/offline-run-*`. The same comparison as the accuracy table in a W&B workspace:
-
-1. Filter the runs to those with a `test/acc` (failed, NaN and interrupted jobs never log one) and, for one
-   task, `Group = <task>` (or the tag `<task>`); for a sweep, also the tags of the attentions compared.
-2. Group runs by the config field `attention.name` (not by seed: the seeds are what is averaged); add an
-   option such as `attention.num_landmarks` to the grouping to split a budget sweep, as the
-   `attention (option=value)` rows above do.
-3. A *Bar chart* (or the runs table's group row) of `test/acc` with aggregation *Mean* and range *Std Dev*
-   reproduces one column (W&B shows fractions; the table shows percent). One panel per task, or a
-   *Parallel coordinates* / custom table with the group key `task` to see all five at once.
-4. For the cost table: the same grouping with `perf/train_time_s` and `perf/peak_gpu_mem_mb`
-   (`perf/peak_rss_mb` on CPU); for the accuracy-against-time figure, a *Scatter plot* of `test/acc` against
-   `perf/train_time_s` coloured by `attention.name`."""
+`wandb sync multirun/*/*/wandb/offline-run-*`. Then `python -m lra.report --wandb-workspace ENTITY/PROJECT`
+saves this comparison as W&B workspace views of the project, one of all tasks and one per task: validation
+accuracy against training time, test accuracy against step time and peak memory, bar charts of test
+accuracy and peak memory, runs grouped by attention, the swept options and `pretrain.mode` (self-pretrained
+runs apart from those trained from scratch, as the `SPT` rows) in the report's colours
+(`pip install wandb-workspaces`, and a W&B login)."""
 
 
 def provenance_lines(runs: Sequence[Run]) -> str:
@@ -52,7 +46,14 @@ def split_by_protocol(runs: Sequence[Run]) -> list[Run]:
     share one, so that runs trained differently never share a row."""
     if len({run.protocol for run in runs if run.status == "completed"}) <= 1:
         return list(runs)
-    return [replace(run, variant=f"{run.variant} [{run.protocol}]") for run in runs]
+    return [
+        replace(
+            run,
+            variant=f"{run.variant} [{run.protocol}]",
+            scratch_variant=f"{run.scratch_variant} [{run.protocol}]",
+        )
+        for run in runs
+    ]
 
 
 def protocols_section(runs: Sequence[Run]) -> str:
@@ -107,7 +108,8 @@ def build_report(
     report: ReportInput | None = None,
 ) -> str:
     """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
-    accuracy table (and at the final weights with ``final``), each of ``papers``' sections, the
+    accuracy table (and at the final weights with ``final``), scratch against self-pretrained (when
+    a run was self-pretrained), each of ``papers``' sections, the
     accuracy-against-time figure, the jobs that did not complete and the W&B recipe. ``written``: the
     figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None)."""
     completed = latest_per_seed(runs)
@@ -135,9 +137,11 @@ def build_report(
         "means and is given only where all five tasks have runs. A row marked "
         f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "
         "the LRA release: a different task, not comparable with the published numbers, never "
-        "averaged as an LRA score and left out of the papers' tables below.",
+        "averaged as an LRA score and left out of the papers' tables below. A row marked `SPT` was "
+        "self-pretrained on its task's inputs before fine-tuning (`pretrain=masked`).",
         accuracy_table(completed),
         *(final_blocks if final else []),
+        *spt_section(completed),
         *(block for name in papers for block in paper_blocks(name, report, written)),
         *figure_block(ACCURACY_VS_TIME, written, report),
         "## Failed, NaN and interrupted jobs",

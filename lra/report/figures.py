@@ -1,10 +1,13 @@
 """The report's figures, each a function of the runs that returns a matplotlib Figure (saved as PNG
 and SVG by ``lra.plotting.save_figure``). Colours come from ``lra.plotting.attention_color``, so an
-attention has one colour in every plot; a hollow marker or dashed curve is a variant with runs at chance.
+attention has one colour in every plot; a hollow marker is a variant with runs at chance. A
+self-pretrained (SPT) variant is drawn apart from its model trained from scratch: a square marker or a
+dashed curve (another marker and dash for each further SPT choice, such as ``share=0.4``), ``SPT`` in
+its label, its time counting its pretraining.
 
 - ``accuracy_vs_time``: test accuracy against whole-fit time, one panel per task.
 - ``validation_curves``: Skyformer Figure 2, validation accuracy against training time, one panel per
-  task, the mean over seeds with a min-max band.
+  task, the mean over seeds with a min-max band; an SPT curve starts after its pretraining.
 - ``speed_accuracy_memory``: the LRA paper's Figure 3, training speed relative to ``standard`` against
   average accuracy, marker area the peak memory; per task (``per_task=True``) for variants that do not
   have all five tasks.
@@ -21,7 +24,7 @@ from lra.marker_labels import place_labels
 from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis
 from lra.published_numbers import TASKS
 from lra.report.curves import Curve, seed_band
-from lra.report.runs import Cell, Run, metric_cells
+from lra.report.runs import TOTAL_TIME, Cell, Run, metric_cells
 from lra.report.tables import REFERENCE, memory_cells
 
 if TYPE_CHECKING:
@@ -88,14 +91,32 @@ def time_unit(longest_s: float) -> tuple[float, str]:
     return next((divisor, unit) for start, divisor, unit in TIME_UNITS if longest_s >= start)
 
 
+def time_label(unit: str, styles: dict[str, int]) -> str:
+    """The time axis's label, saying that pretraining counts when a variant was self-pretrained."""
+    return f"training time{' incl. pretraining' if any(styles.values()) else ''} ({unit})"
+
+
 def chance_label(variant: str, cell: Cell) -> str:
     return f"{variant} ({cell.at_chance} at chance)" if cell.at_chance else variant
 
 
+MARKERS = ("o", "s", "D", "^", "v")  # from scratch, SPT, then SPT with other choices
+LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1)))
+
+
+def spt_styles(runs: Sequence[Run]) -> dict[str, int]:
+    """variant -> 0 from scratch, else 1 + the rank of its SPT label among the runs' labels (``SPT``
+    first): the index of its marker and line style."""
+    labels = sorted({run.spt for run in runs if run.spt})
+    return {run.variant: 1 + labels.index(run.spt) if run.spt else 0 for run in runs}
+
+
 def accuracy_vs_time(runs: Sequence[Run], metric: str = "test/acc") -> Figure:
-    """Test accuracy (%) against whole-fit wall time, one panel per task, one marker per variant."""
+    """Test accuracy (%) against whole-fit wall time (pretraining included), one panel per task, one
+    marker per variant (a square for SPT)."""
     accuracy = metric_cells(runs, metric, scale=100.0)
-    seconds = metric_cells(runs, "perf/train_time_s")
+    seconds = metric_cells(runs, TOTAL_TIME)
+    styles = spt_styles(runs)
     names = attention_of(runs)
     tasks = tasks_present(accuracy)
     longest = max((cell.mean for tasks in seconds.values() for cell in tasks.values()), default=0.0)
@@ -110,11 +131,12 @@ def accuracy_vs_time(runs: Sequence[Run], metric: str = "test/acc") -> Figure:
             drawn.append(time_s.mean / divisor)
             color = attention_color(names[variant])
             ax.errorbar(
-                time_s.mean / divisor, acc.mean, xerr=time_s.std / divisor, yerr=acc.std, marker="o",
+                time_s.mean / divisor, acc.mean, xerr=time_s.std / divisor, yerr=acc.std,
+                marker=MARKERS[styles[variant] % len(MARKERS)],
                 capsize=3, color=color, markerfacecolor="none" if acc.at_chance else color,
                 label=chance_label(variant, acc),
             )  # fmt: skip
-        ax.set(xlabel=f"training time ({unit})", ylabel="test accuracy (%)", title=task)
+        ax.set(xlabel=time_label(unit, styles), ylabel="test accuracy (%)", title=task)
         if drawn:
             time_axis(ax, drawn)
         ax.grid(True, which="both", alpha=0.3)
@@ -124,12 +146,13 @@ def accuracy_vs_time(runs: Sequence[Run], metric: str = "test/acc") -> Figure:
 
 def validation_curves(curves: Sequence[Curve]) -> Figure:
     """Skyformer Figure 2: validation accuracy (%) against training time, one panel per task, one
-    curve per variant: the mean over seeds with the band between the lowest and highest seed."""
+    curve per variant: the mean over seeds with the band between the lowest and highest seed; dashed
+    for SPT, hollow markers at its validations for a variant with runs at chance."""
     grouped: dict[str, dict[str, list[Curve]]] = defaultdict(lambda: defaultdict(list))
     for curve in curves:
         grouped[curve.run.variant][curve.run.task].append(curve)
     runs = [curve.run for curve in curves]
-    names = attention_of(runs)
+    names, styles = attention_of(runs), spt_styles(runs)
     tasks = tasks_present(grouped)
     divisor, unit = time_unit(max(max(curve.seconds) for curve in curves))
     fig, axes = panels(
@@ -144,9 +167,13 @@ def validation_curves(curves: Sequence[Curve]) -> Figure:
             flagged = sum(curve.run.at_chance() for curve in group)
             label = f"{variant} ({flagged} at chance)" if flagged else variant
             x = [seconds / divisor for seconds in band.seconds]
-            ax.plot(x, band.mean, color=color, linestyle="--" if flagged else "-", label=label)
+            style = LINE_STYLES[styles[variant] % len(LINE_STYLES)]
+            ax.plot(
+                x, band.mean, color=color, linestyle=style, label=label,
+                marker="o" if flagged else None, markersize=4, markerfacecolor="none",
+            )  # fmt: skip
             ax.fill_between(x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
-        ax.set(xlabel=f"training time ({unit})", ylabel="validation accuracy (%)", title=task)
+        ax.set(xlabel=time_label(unit, styles), ylabel="validation accuracy (%)", title=task)
         ax.grid(True, alpha=0.3)
     legend_below_panels(fig, axes)
     return fig

@@ -1,12 +1,13 @@
 """How far a sweep is: ``python -m lra.report --progress [--runs SWEEP_DIR ...]``.
 
-Counts the jobs under the folders, per task × attention (with the options the sweep varies, as the
-job names carry them), as ``completed``, ``running``, ``interrupted`` and ``failed`` (``failed`` or
-``nan``). A job folder is one with a ``run.json``, ``resumed.json`` or ``summary.json``; its run is
-the folder itself or the one its ``resumed.json`` points to (a resumed or skipped job), and each run
-counts once. A run whose summary.json does not say completed, failed or nan is ``running`` when a
-file in its folder changed after that summary (or it has none) within the last ``ACTIVE_SECONDS``,
-else ``interrupted`` (stopped by a signal, or killed before it could write a summary).
+Counts the jobs under the folders, per task × attention (with the options the sweep varies, as the job
+names carry them, and ``SPT`` for a self-pretrained job, swept or not), as ``completed``, ``running``,
+``interrupted`` and ``failed`` (``failed`` or ``nan``). A job folder is one with a ``run.json``,
+``resumed.json`` or ``summary.json``; its run is the folder itself or the one its ``resumed.json``
+points to (a resumed or skipped job), and each run counts once. A run whose summary.json does not say
+completed, failed or nan is ``running`` when a file in its folder changed after that summary (or it has
+none) within the last ``ACTIVE_SECONDS``, else ``interrupted`` (stopped by a signal, or killed before it
+could write a summary).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from typing import Any
 
 from lra.naming import short_keys
 from lra.provenance import markdown_table
+from lra.report.runs import SPT
 from lra.resume import RUN_FILE
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
 
 ACTIVE_SECONDS = 600  # a run that wrote nothing for this long is no longer counted as running
 STATES = ("completed", "running", "interrupted", "failed")
 FINAL_STATES = {"completed": "completed", "failed": "failed", "nan": "failed"}
+PRETRAIN = "pretrain"  # the config group (and swept option) that chooses self-pretraining
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -60,15 +63,19 @@ def run_state(run_dir: Path, summary: dict[str, Any], now: float) -> str:
 
 
 def run_label(run_dir: Path, summary: dict[str, Any]) -> tuple[str, str]:
-    """(task, ``attention (option=value, ...)``) of a run, from its summary.json (``summary``) or run.json."""
+    """(task, ``attention (option=value, ..., SPT)``) of a run, from its summary.json (``summary``) or
+    run.json; a swept ``pretrain`` option gives way to ``SPT``, so that a sweep's ``pretrain=none``
+    jobs count with single runs from scratch."""
     run_file = read_json(run_dir / RUN_FILE)
     config = summary.get("config") or run_file.get("config") or {}
     task = summary.get("task") or (config.get("task") or {}).get("name") or "?"
     attention = summary.get("attention") or (config.get("attention") or {}).get("name") or "?"
     options = summary.get("options") or run_file.get("options") or {}
+    options = {key: value for key, value in options.items() if key != PRETRAIN}
     short = short_keys(list(options))
-    label = ", ".join(f"{short[key]}={value}" for key, value in options.items())
-    return task, f"{attention} ({label})" if label else attention
+    parts = [f"{short[key]}={value}" for key, value in options.items()]
+    parts += [SPT] if (config.get(PRETRAIN) or {}).get("mode", "none") != "none" else []
+    return task, f"{attention} ({', '.join(parts)})" if parts else attention
 
 
 def progress_table(roots: Sequence[Path], now: float | None = None) -> str:

@@ -1,8 +1,11 @@
 """Finished runs as the report reads them: one record per ``summary.json``, and metrics over seeds.
 
-summary.json schemas: 1 (no ``schema`` key) and 2 (``"schema": 2``: ``data.majority_share`` per split and
-``metrics["test/acc_final"]``). A run is *at chance* when its test accuracy is at most the test split's
-majority-class share plus ``CHANCE_MARGIN``; schema-1 runs carry no share, so they are never flagged.
+summary.json schemas: 1 (no ``schema`` key), 2 (``data.majority_share`` per split and
+``metrics["test/acc_final"]``) and 3 (``pretrain``: null for a run trained from scratch, else how it was
+self-pretrained; older schemas are from scratch). A run is *at chance* when its test accuracy is at most
+the test split's majority-class share plus ``CHANCE_MARGIN``; schema-1 runs carry no share, so they are
+never flagged. A self-pretrained run's variant carries ``SPT``, so it never shares a row with runs
+trained from scratch.
 """
 
 from __future__ import annotations
@@ -10,22 +13,24 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import attention_zoo
-from lra.summary_json import SCHEMA, SUMMARY_FILE
+from lra.summary_json import SUMMARY_FILE
 
-SCHEMAS = tuple(range(1, SCHEMA + 1))  # the summary.json layouts this report reads: every one so far
+SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.summary_json.SCHEMA among them)
 CHANCE_MARGIN = 0.01  # one accuracy point
 TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
 
 
 @dataclass(frozen=True)
 class Run:
-    """One ``summary.json``. ``variant``: the attention's name plus its non-default options;
-    ``protocol``: how it trained (schedule, clipping, selection window), in words."""
+    """One ``summary.json``. ``variant``: the attention's name plus its non-default options (and ``SPT``
+    when self-pretrained); ``protocol``: how it trained (schedule, clipping, selection window), in words;
+    ``spt``: the self-pretraining label (``spt_label``), None from scratch; ``scratch_variant``: the
+    variant of the same model trained from scratch (``variant`` itself for a run from scratch)."""
 
     path: Path
     task: str
@@ -43,12 +48,34 @@ class Run:
     chance: float | None = None  # the test split's majority-class share (schema 2), 0-1
     wandb_project: str | None = None  # the W&B project it logged to, if any
     features: int | None = None  # the shared budget of approximate attentions, if set
+    spt: str | None = None
+    scratch_variant: str = ""
+    pretrain_time_s: float | None = None  # the pretraining's wall seconds, when recorded
+    config: dict = field(default_factory=dict)  # the resolved config
+    options: dict[str, str] = field(default_factory=dict)  # the options its sweep varied: {key: value}
+
+    def value(self, metric: str) -> float | None:
+        """``metric`` from summary.json's metrics, or one the report derives (``DERIVED``)."""
+        return DERIVED[metric](self) if metric in DERIVED else self.metrics.get(metric)
 
     def at_chance(self, metric: str = "test/acc") -> bool:
         """True when ``metric``, one of ``TEST_ACCURACIES`` (0-1), is at most the majority share plus
         ``CHANCE_MARGIN``; False for any other metric and for runs without a share."""
         value = self.metrics.get(metric) if metric in TEST_ACCURACIES else None
         return self.chance is not None and value is not None and value <= self.chance + CHANCE_MARGIN
+
+
+def total_time(run: Run) -> float | None:
+    """Training seconds including pretraining: ``perf/train_time_s`` (the fit that ends in the test)
+    plus the pretraining's ``time_s`` for a self-pretrained run; None when either is unknown."""
+    fit = run.metrics.get("perf/train_time_s")
+    if fit is None or (run.spt and run.pretrain_time_s is None):
+        return None
+    return float(fit) + (run.pretrain_time_s or 0.0)
+
+
+TOTAL_TIME = "total_time_s"  # derived: a self-pretrained run's time counts its pretraining
+DERIVED: dict[str, Callable[[Run], float | None]] = {TOTAL_TIME: total_time}
 
 
 def protocol_label(protocol: dict | None) -> str:
@@ -67,6 +94,20 @@ def protocol_label(protocol: dict | None) -> str:
 
 
 GENERATED = "generated data"  # the mark of a row whose data came from a built-in generator
+SPT = "SPT"  # the mark of a self-pretrained row
+
+
+def spt_label(pretrain: dict | None, config: dict) -> str | None:
+    """``SPT``, with the choices that make another experiment of it (``loss=l1``, a compute-matched
+    ``share=0.4``), for summary.json's ``pretrain`` record; None for a run from scratch. Runs that
+    start from another run's pretrained weights (``pretrain.from``) share the row of those that
+    pretrained themselves."""
+    if pretrain is None:
+        return None
+    share = (config.get("pretrain") or {}).get("share")
+    choices = [f"loss={pretrain['loss']}"] if pretrain.get("loss") not in (None, "ce") else []
+    choices += [f"share={share:g}"] if share else []
+    return " ".join([SPT, *choices])
 
 
 def data_labels(config: dict, data: dict | None) -> list[str]:
@@ -82,14 +123,14 @@ def data_labels(config: dict, data: dict | None) -> list[str]:
     return labels + ([GENERATED] if data.get("source") == "generator" else [])
 
 
-def variant_label(attention: str, config: dict, data: dict | None = None) -> str:
+def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None) -> str:
     """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
     that differ from the core's defaults, so sweeps over options give separate rows, then what
-    ``data_labels`` says of its data."""
+    ``data_labels`` says of its data, then ``spt`` (``nystrom (num_landmarks=32, SPT)``)."""
     chosen = config.get("attention") or {}
     defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
     changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
-    changed += data_labels(config, data)
+    changed += data_labels(config, data) + ([spt] if spt else [])
     return f"{attention} ({', '.join(changed)})" if changed else attention
 
 
@@ -102,10 +143,12 @@ def load_run(path: Path) -> Run:
             raise ValueError(f"summary.json schema {schema!r} is not one this report reads ({SCHEMAS})")
         majority = (summary.get("data") or {}).get("majority_share") or {}
         config = summary.get("config") or {}
+        attention, data, pretrain = str(summary["attention"]), summary.get("data"), summary.get("pretrain")
+        spt = spt_label(pretrain, config)
         return Run(
             path=path,
             task=str(summary["task"]),
-            variant=variant_label(str(summary["attention"]), config, summary.get("data")),
+            variant=variant_label(attention, config, data, spt),
             seed=summary.get("seed"),
             status=str(summary["status"]),
             error=str(summary.get("error") or ""),
@@ -114,11 +157,16 @@ def load_run(path: Path) -> Run:
             started=str(summary.get("started") or ""),
             finished=str(summary.get("finished") or ""),
             protocol=protocol_label(summary.get("protocol")),
-            attention=str(summary["attention"]),
+            attention=attention,
             schema=schema,
             chance=majority.get("test"),
             wandb_project=((config.get("logger") or {}).get("wandb") or {}).get("project"),
             features=config.get("features"),
+            spt=spt,
+            scratch_variant=variant_label(attention, config, data),
+            pretrain_time_s=(pretrain or {}).get("time_s"),
+            config=config,
+            options=summary.get("options") or {},
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
@@ -159,16 +207,16 @@ class Cell:
 
 
 def metric_cells(runs: Sequence[Run], metric: str, scale: float = 1.0) -> dict[str, dict[str, Cell]]:
-    """variant -> task -> Cell of ``metric × scale`` over the runs that report it (``Run.at_chance`` of
-    ``metric`` counted, which only an accuracy can be)."""
+    """variant -> task -> Cell of ``metric × scale`` over the runs that report it (``Run.value``;
+    ``Run.at_chance`` of ``metric`` counted, which only an accuracy can be)."""
     values: dict[str, dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        if run.metrics.get(metric) is not None:
+        if run.value(metric) is not None:
             values[run.variant][run.task].append(run)
     return {
         variant: {
             task: Cell.of(
-                [float(r.metrics[metric]) * scale for r in group], sum(r.at_chance(metric) for r in group)
+                [float(r.value(metric)) * scale for r in group], sum(r.at_chance(metric) for r in group)
             )
             for task, group in tasks.items()
         }

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from lra.provenance import markdown_table
 from lra.published_numbers import RUN_COST, RUN_COST_PAPER, SKYFORMER_TASK_ORDER, TASKS, PublishedAccuracy
-from lra.report.runs import GENERATED, Cell, Run, metric_cells
+from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
 
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
 REFERENCE = "standard"  # the attention the cost ratios are taken against, as Skyformer Table 2
@@ -107,7 +107,7 @@ def cost_table(
 
 def skyformer_cost_tables(runs: Sequence[Run]) -> str:
     """Skyformer Table 2: whole-run hours and peak GB per task, ours beside the paper's, with ratios."""
-    hours = metric_cells(runs, "perf/train_time_s", scale=1 / 3600)
+    hours = metric_cells(runs, TOTAL_TIME, scale=1 / 3600)
     steps = metric_cells(runs, "train/steps")
     memory, measures = memory_cells(runs)
     step_counts = sorted({f"{cell.mean:.0f}" for tasks in steps.values() for cell in tasks.values()})
@@ -116,7 +116,7 @@ def skyformer_cost_tables(runs: Sequence[Run]) -> str:
             f"Each cell: ours, mean ± std (seeds), ×ratio to our `{REFERENCE}` on the task / "
             f"{RUN_COST_PAPER}, ×ratio to its self-attention. Hours are not comparable across machines; "
             f"the ratios are. Our runs trained {', '.join(step_counts) or 'no'} steps (the paper: 50k).",
-            "Wall time of the whole fit (hours):",
+            "Wall time of the whole fit (hours; an SPT row's includes its pretraining):",
             cost_table(runs, hours, {c.attention: c.hours for c in RUN_COST}, 3),
             f"Peak memory (GB; ours: {', '.join(measures) or 'none recorded'}):",
             cost_table(runs, memory, {c.attention: c.peak_gb for c in RUN_COST}, 2),

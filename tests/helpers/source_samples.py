@@ -1,15 +1,5 @@
-"""Source files in the exact on-disk formats of the real data sets, written by the tests themselves.
-
-- ``write_imdb``: ``aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt``, UTF-8, three reviews per
-  class and split, among them non-ASCII text and reviews longer than 4000 bytes;
-- ``write_cifar_archive``: ``cifar-10-python.tar.gz`` holding ``cifar-10-batches-py/{data_batch_1..5,
-  test_batch,batches.meta}``, pickles of dicts with byte-string keys (``b"data"`` uint8 (N, 3072)
-  as 1024 R, 1024 G, 1024 B row-major, ``b"labels"``, ``b"filenames"``, ``b"batch_label"``);
-- ``write_pathfinder_release``: the LRA release's ``pathfinder<R>/<difficulty>/`` folder: PNGs under
-  ``imgs/<batch>/`` and ``metadata/<batch>.npy`` rows ``dir file index label ...`` as text or as a
-  binary ``numpy.save`` array;
-- ``write_listops_2018``: the original ListOps TSV (header ``Target<TAB>Source``, bracketed prefix
-  expressions with parentheses) with labels computed by evaluating each tree.
+"""Source files in the exact on-disk formats of the real data sets, written by the tests themselves:
+``write_imdb``, ``write_cifar_archive``, ``write_pathfinder_release`` and ``write_listops_2018``.
 
 ``real_sample`` gives the real public samples in ``../shared/fixtures`` beside the checkout when
 they are there, and skips the test with its reason when they are not (a user's clone has none).
@@ -63,7 +53,9 @@ def real_sample(name: str) -> Path:
 
 
 def write_imdb(root: Path) -> Path:
-    """An ``aclImdb`` folder under ``root``; returns it."""
+    """An ``aclImdb`` folder under ``root``; returns it. ``aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt``,
+    UTF-8, three reviews per class and split, among them non-ASCII text and reviews longer than 4000
+    bytes."""
     folder = root / "aclImdb"
     for split_number, split in enumerate(("train", "test")):
         for label, reviews in REVIEWS.items():
@@ -87,7 +79,11 @@ def cifar_batch(rng: np.random.Generator, labels: list[int], name: bytes) -> dic
 
 
 def write_cifar_archive(path: Path, seed: int = 0) -> Path:
-    """A ``cifar-10-python.tar.gz`` at ``path`` in the official layout, random pixels; returns ``path``."""
+    """A ``cifar-10-python.tar.gz`` at ``path`` in the official layout, random pixels; returns ``path``.
+
+    It holds ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``, pickles of dicts with
+    byte-string keys (``b"data"`` uint8 (N, 3072) as 1024 R, 1024 G, 1024 B row-major, ``b"labels"``,
+    ``b"filenames"``, ``b"batch_label"``)."""
     rng = np.random.default_rng(seed)
     members = {
         "batches.meta": {b"num_cases_per_batch": 10000, b"label_names": CIFAR_CLASSES, b"num_vis": 3072}
@@ -142,7 +138,8 @@ def tree_source(tree: int | tuple[str, list]) -> str:
 
 
 def write_listops_2018(path: Path, rows: int = 40, seed: int = 0) -> Path:
-    """A ListOps 2018 TSV at ``path``: header ``Target\\tSource``, then ``label\\tsource`` rows."""
+    """A ListOps 2018 TSV at ``path``: header ``Target\\tSource``, then ``label\\tsource`` rows
+    (bracketed prefix expressions with parentheses, labels computed by evaluating each tree)."""
     rng = random.Random(seed)
     operators = ["[MIN", "[MAX", "[MED", "[SM"]
     trees = [

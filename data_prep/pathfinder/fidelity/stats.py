@@ -4,24 +4,10 @@
     python -m data_prep pathfinder-stats --out results/pathfinder_stats.md --workers 2
     python -m data_prep pathfinder-stats --num 4000 --reference PATH   # and against reference images
 
-Per difficulty it draws images ``0..num-1`` of ``--seed`` (labels alternate) and prints, beside the
-original generator's figures (``ORIGINAL``: snakes2 at LRA's 32×32 settings, 1000 images per
-difficulty, as measured in the project's issue), whether each target is met:
-
-- mean pixel value, share of pixels > 0, share of pixels > 128 (targets: within 15%);
-- mean number of 8-connected components of pixels > 0 per image (target: within ±1.5);
-- how well the distance between the two markers alone predicts the label: the accuracy of a
-  logistic regression on (distance, distance²), standardised on the training folds, L2 penalty
-  C = 1 (scikit-learn's default), over 5 folds of consecutive images (each balanced, as a
-  stratified split without shuffling makes them) (target: at most 3 points above the original).
-
-With ``--reference PATH`` (the LRA release, a prepared Pathfinder set or an ``.npz``: see
-``reference``) it also shows, for each difficulty PATH has images of, the same figures of the
-first ``--num`` of them (but the distance-only accuracy: where their markers are is not known),
-and a two-sample test of ours against them with the grey levels whose shares differ most
-(``two_sample``).
-
-``--out`` also writes the table as markdown with the command, machine, date and load.
+Per difficulty it draws images ``0..num-1`` of ``--seed`` (labels alternate) and prints their
+``Figures`` beside the original generator's (``ORIGINAL``) and whether each target is met
+(``targets_met``); with ``--reference`` also those of the reference images and a two-sample test
+against them (``two_sample``). ``--out`` writes the table as markdown with command, machine, date, load.
 """
 
 from __future__ import annotations
@@ -62,6 +48,7 @@ class Figures:
     distance_accuracy: float
 
 
+# The original generator's figures: snakes2 at LRA's 32×32 settings, 1000 images per difficulty.
 ORIGINAL = {
     "easy": Figures(12.9, 0.227, 0.051, 7.8, 0.594),
     "intermediate": Figures(15.4, 0.266, 0.063, 7.8, 0.563),
@@ -97,8 +84,10 @@ def count_components(binary: np.ndarray) -> np.ndarray:
 
 
 def distance_accuracy(distances: np.ndarray, labels: np.ndarray) -> float:
-    """Cross-validated accuracy of predicting ``labels`` (n,) from ``distances`` (n,) and their
-    squares (see the module docstring)."""
+    """How well the distance between the two markers alone predicts the label: the accuracy of a
+    logistic regression of ``labels`` (n,) on ``distances`` (n,) and their squares, standardised on the
+    training folds, L2 penalty C = 1 (scikit-learn's default), over 5 folds of consecutive images (each
+    balanced, as a stratified split without shuffling makes them)."""
     features = np.column_stack([distances, distances**2])
     correct = 0
     for test in np.array_split(np.arange(len(labels)), FOLDS):
@@ -108,9 +97,10 @@ def distance_accuracy(distances: np.ndarray, labels: np.ndarray) -> float:
 
 
 def measure(images: np.ndarray, labels: np.ndarray, distances: np.ndarray | None) -> Figures:
-    """The figures of ``images`` (N, R, R) uint8 with ``labels`` (N,) and marker ``distances`` (N,);
-    ``distances`` None (reference images: where their markers are is not known) gives a NaN
-    distance-only accuracy."""
+    """The figures of ``images`` (N, R, R) uint8 with ``labels`` (N,) and marker ``distances`` (N,):
+    mean pixel value, shares of pixels > 0 and > 128, 8-connected components of pixels > 0 per image,
+    distance-only accuracy. ``distances`` None (reference images: where their markers are is not
+    known) gives a NaN distance-only accuracy."""
     return Figures(
         mean_pixel=float(images.mean()),
         share_lit=float((images > 0).mean()),
@@ -121,7 +111,9 @@ def measure(images: np.ndarray, labels: np.ndarray, distances: np.ndarray | None
 
 
 def targets_met(ours: Figures, original: Figures) -> list[bool]:
-    """Whether each figure of ``ours`` meets its target against ``original`` (module docstring)."""
+    """Whether each figure of ``ours`` meets its target against ``original``: mean pixel value and the
+    shares of pixels > 0 and > 128 within 15%, components per image within ±1.5, the distance-only
+    accuracy at most 3 points above the original's."""
     relative = [abs(a - b) <= 0.15 * b for a, b in zip(astuple(ours)[:3], astuple(original)[:3], strict=True)]
     return [
         *relative,
