@@ -82,6 +82,15 @@ def test_the_readme_is_short_and_links_to_the_manual():
     assert len(docs_pages) >= 5 and all((REPO / page).is_file() for page in docs_pages)
 
 
+def test_the_readmes_first_commands_are_those_python_m_lra_help_shows():
+    readme = (REPO / "README.md").read_text()
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    shown = [line.split("#")[0].strip() for line in first_block.splitlines()]
+    template = (REPO / "conf" / "hydra" / "help" / "lra.yaml").read_text()
+    in_help = [line.strip() for line in template.splitlines() if line.strip().startswith("python -m ")]
+    assert shown == in_help
+
+
 def test_the_results_readme_names_every_committed_result():
     listed = (REPO / "results" / "README.md").read_text()
     names = [path.name for path in (REPO / "results").iterdir() if path.name != "README.md"]
