@@ -42,7 +42,7 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# The synthetic tasks need no download; the others need their sources (see README).
+# The synthetic tasks need no download; the others need their sources (docs/data.md).
 data: install
 	$(PY) -m data_prep listops --root $(LRA_DATA)
 	$(PY) -m data_prep pathfinder --generate --root $(LRA_DATA)

@@ -14,6 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from lra.marker_labels import misplaced_labels
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.axis import Axis
@@ -153,8 +155,9 @@ def _shown_tick_boxes(axis: Axis, renderer: RendererBase) -> list[tuple[str, Bbo
 def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
     """Legibility problems of ``fig`` as drawn, one line each (empty when there are none): a text
     artist (title, label, legend entry, annotation, tick label) whose extent leaves the figure, two
-    tick labels of one axis that overlap, and two annotations (labels placed in a panel) that overlap.
-    Extents come from matplotlib's own renderer."""
+    tick labels of one axis that overlap, two annotations (labels placed in a panel) that overlap, and
+    an annotation without a leader line nearer another marker than its own
+    (``lra.marker_labels.misplaced_labels``). Extents come from matplotlib's own renderer."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     width, height = fig.bbox.width, fig.bbox.height
@@ -179,6 +182,7 @@ def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
             for text_b, box_b in notes[i + 1 :]:
                 if box_a.overlaps(box_b):
                     problems.append(f"labels {text_a!r} and {text_b!r} overlap in {ax.get_title()!r}")
+        problems += misplaced_labels(ax, renderer, tolerance_px)
     for (title, axis_name), boxes in tick_boxes.items():
         for i, (text_a, box_a) in enumerate(boxes):
             for text_b, box_b in boxes[i + 1 :]:

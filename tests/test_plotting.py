@@ -45,3 +45,18 @@ def test_a_legend_off_the_image_crowded_log_ticks_and_piled_labels_are_found():
     assert any("leaves the figure" in p for p in problems)
     assert any(p.startswith("x tick labels") and "overlap" in p for p in problems)
     assert any(p.startswith("labels 'nystrom' and 'skyformer' overlap") for p in problems)
+
+
+def test_a_label_nearer_another_marker_than_its_own_is_found_unless_a_leader_line_joins_them():
+    plt = agg_pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3), layout="constrained")
+    ax.scatter([0.0, 1.0], [0.0, 0.0], s=200)
+    ax.set(xlim=(-1, 3), title="speed")
+    ax.annotate("own at 0", (0.0, 0.0), xytext=(1.3, 0.0), va="center")  # beside the marker at 1
+    problems = text_problems(fig)
+    assert len(problems) == 1 and problems[0].startswith("label 'own at 0' sits nearer the marker at")
+    ax.texts[0].remove()
+    ax.annotate("own at 0", (0.0, 0.0), xytext=(1.3, 0.0), va="center", arrowprops={"arrowstyle": "-"})
+    ax.annotate("own at 1", (1.0, 0.0), xytext=(1.0, 0.02), ha="center", va="bottom")  # above its marker
+    assert text_problems(fig) == []
+    plt.close(fig)

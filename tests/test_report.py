@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from helpers.report_summaries import write_summary
 from lra.published_numbers import ACCURACY
 from lra.report.cli import main
 
+REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SKYFORMER_PROTOCOL = {"schedule": "one_cycle", "clip": "value", "clip_value": 1.0, "select_after": 0.2}
 
@@ -118,6 +120,21 @@ def test_time_table_in_hours_and_published_numbers_beside(runs: Path):
     assert "| standard | 38.00 ± 1.41 (2) / 36.37 | 65.50 (1) / 64.27 | — / 57.46 |" in text  # LRA paper
     assert "`attention.name`" in text and "test/acc" in text  # the W&B grouping
     assert f"python -m lra.report --runs {runs} --out {out}" in text
+
+
+def test_by_default_the_report_goes_to_the_git_ignored_outputs_report_folder(
+    runs: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.chdir(runs)  # a checkout with outputs/ and multirun/, as after `make run`
+    assert main([]) == 0
+    assert (runs / "outputs" / "report" / "lra_table.md").is_file()
+    assert (runs / "outputs" / "report" / "lra_accuracy_vs_time.png").is_file()
+    assert not (runs / "results").exists()
+    assert main([]) == 0  # the report folder under outputs/ is not mistaken for a run
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "outputs/report/lra_table.md"], cwd=REPO, check=False
+    )
+    assert ignored.returncode == 0, "outputs/ is not in .gitignore"
 
 
 def test_no_runs_is_a_clear_error(tmp_path: Path):

@@ -12,7 +12,7 @@ import pytest
 from conftest import compose_config, smoke_overrides
 from helpers.report_summaries import write_curve, write_summary
 
-from lra.plotting import agg_pyplot, text_problems
+from lra.plotting import agg_pyplot, save_figure, text_problems
 from lra.published_numbers import TASKS
 from lra.report.cli import main
 from lra.report.curves import read_curve, read_curves
@@ -121,6 +121,34 @@ def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_pat
         assert figure is not None, name
         assert text_problems(figure) == [], name
         agg_pyplot().close(figure)
+
+
+# attention -> (test accuracy, median step ms): ten markers crowded as in a short CPU demo, several
+# within a marker's width of each other
+CROWDED = {
+    "standard": (0.475, 10.0), "kernelized": (0.492, 12.3), "linformer": (0.492, 9.0),
+    "nystrom": (0.490, 15.6), "informer": (0.488, 15.2), "performer": (0.487, 9.4),
+    "bigbird": (0.483, 17.9), "skyformer": (0.477, 19.2), "longformer": (0.466, 28.6),
+    "reformer": (0.457, 60.0),
+}  # fmt: skip
+DEMO_MAJORITY = {"train": 0.131, "val": 0.131, "test": 0.131}
+
+
+def test_figure3_puts_every_label_beside_its_own_marker_or_joins_them_by_a_leader_line(tmp_path: Path):
+    for attention, (acc, step_ms) in CROWDED.items():
+        write_summary(
+            tmp_path, "listops", attention, 0, acc, schema=2,
+            config={"attention": {"name": attention, "num_landmarks": 16}, "task": {"name": "listops"},
+                    "features": 16},
+            data={"set": "listops-demo", "source": "generator", "majority_share": DEMO_MAJORITY},
+            metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": 500.0 + 10 * step_ms},
+        )  # fmt: skip
+    figure = speed_accuracy_memory(latest_per_seed(find_runs([tmp_path])), per_task=True)
+    assert figure is not None
+    (ax,) = figure.axes
+    assert len(ax.texts) == len(CROWDED)
+    assert text_problems(figure) == []
+    save_figure(figure, tmp_path / "figure3.png")
 
 
 def wandb_records(run_dir: Path, wait_s: float = 30.0) -> bytes:

@@ -197,7 +197,7 @@ def page(
         f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
         f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
         "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
-        "paper defaults (options in README.md, section The attention zoo). `(k×)` in the time table: "
+        "paper defaults (options in docs/attentions.md). `(k×)` in the time table: "
         "k timed steps.",
         method_note(settings),
     ]

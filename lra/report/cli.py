@@ -1,16 +1,13 @@
-"""The papers' tables and figures from every finished run:
-``python -m lra.report [--runs DIR ...] [--out results] [--paper skyformer|nystromformer|lra] [--final]
-[--wandb] [--wandb-workspace ENTITY/PROJECT]``; with ``--progress``, how far the sweeps under the
-folders are instead (``lra.report.progress``).
+"""``python -m lra.report``: the papers' tables and figures from every finished run; with
+``--progress``, how far the sweeps are instead (``lra.report.progress``).
 
-Reads every ``summary.json`` under the run folders (Hydra's ``outputs/`` for single runs and
-``multirun/`` for sweeps by default) and writes ``<out>/lra_table.md``: test accuracy per attention
-× task as mean ± std over seeds (n seeds, runs at chance flagged), each paper's tables in its layout
-with ours beside the published figures (``lra.report.paper_layouts``; all three papers unless ``--paper``
-picks one), the failed / NaN / interrupted jobs apart with their errors, and the figures as PNG and
-SVG beside it. ``--final`` adds the accuracy at the final weights; ``--wandb`` logs the same tables and
-figures to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B workspace
-views of the runs (``lra.report.wandb_workspace``).
+Reads every ``summary.json`` under ``--runs`` (default ``outputs/`` and ``multirun/``) and writes
+``lra_table.md`` with its figures (PNG and SVG) into ``--out``, by default ``outputs/report/``
+(git-ignored): ours per attention × task (mean ± std over seeds, runs at chance flagged), each
+paper's tables beside its published figures (``lra.report.paper_layouts``; ``--paper`` picks one),
+and the jobs that did not complete. ``--final`` adds the accuracy at the final weights; ``--wandb``
+logs the same to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B
+workspace views of the runs (``lra.report.wandb_workspace``).
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ from lra.report.studies import studies_section
 from lra.report.wandb_workspace import write_workspaces
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
+DEFAULT_OUT = Path("outputs") / "report"
 REPORT_FILE = "lra_table.md"
 
 
@@ -39,7 +37,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--runs", nargs="+", type=Path, default=None, help="run folders (default: outputs multirun)"
     )
-    parser.add_argument("--out", type=Path, default=Path("results"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"folder of the report and its figures (default: {DEFAULT_OUT})",
+    )
     parser.add_argument("--paper", choices=sorted(PAPERS), help="only this paper's artefacts (default: all)")
     parser.add_argument("--final", action="store_true", help="also the test accuracy at the final weights")
     parser.add_argument(

@@ -15,12 +15,12 @@ its label, its time counting its pretraining.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lra.marker_labels import place_labels
 from lra.plotting import agg_pyplot, attention_color, legend_below, log_axis
 from lra.published_numbers import TASKS
 from lra.report.curves import Curve, seed_band
@@ -216,9 +216,11 @@ def speed_accuracy_memory(
     scope = "per task" if per_task else "mean over the five tasks"
     title = f"Speed, accuracy and peak memory (marker area) ({scope}; {where(runs)})"
     fig, axes = panels(len(groups), title)
+    placements = []
     for (panel, variants), ax in zip(groups.items(), axes, strict=True):
         tasks = [panel] if per_task else list(TASKS)
         labels, shared = short_labels(variants)
+        marker_labels = []
         for variant in variants:
             cells = [accuracy[variant][t] for t in tasks]
             flagged = sum(cell.at_chance for cell in cells)
@@ -230,19 +232,15 @@ def speed_accuracy_memory(
             ax.scatter(x, y, s=size, color=color, alpha=0.5, edgecolors=color, linewidths=1.5,
                        facecolors="none" if flagged else color)  # fmt: skip
             label = f"{labels[variant]} ({flagged} at chance)" if flagged else labels[variant]
-            right_half = x > statistics.fmean(speeds[v][t] for v in variants for t in tasks)
-            offset = math.sqrt(size / math.pi) + 2  # points: the marker's radius and a gap
-            ax.annotate(
-                label, (x, y), xytext=(-offset if right_half else offset, 0), textcoords="offset points",
-                fontsize=7, ha="right" if right_half else "left", va="center",
-            )  # fmt: skip
+            marker_labels.append((label, x, y))
         ax.set(title=f"{panel} ({shared})" if shared else panel,
                ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
                xlabel=f"training speed ({'× standard' if relative else 'steps/s'})")  # fmt: skip
         ax.margins(0.35)
         ax.grid(True, alpha=0.3)
-    for ax in axes:
-        spread_labels(fig, ax)
+        placements.append((ax, marker_labels))
+    for ax, marker_labels in placements:
+        place_labels(fig, ax, marker_labels)
     return fig
 
 
@@ -257,23 +255,6 @@ def short_labels(variants: Sequence[str]) -> tuple[dict[str, str], str]:
         name = variant.partition(" (")[0]
         labels[variant] = f"{name} ({', '.join(kept)})" if kept else name
     return labels, ", ".join(shared)
-
-
-def spread_labels(fig: Figure, ax: Axes, gap_px: float = 1.0) -> None:
-    """Move the marker labels of ``ax`` apart vertically, top to bottom, so that none overlaps
-    another (markers close in speed and accuracy otherwise print their names over each other)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    placed = []
-    for text in sorted(ax.texts, key=lambda t: -t.get_window_extent(renderer).y1):
-        box = text.get_window_extent(renderer)
-        for other in placed:
-            if box.overlaps(other):
-                shift = box.y1 - other.y0 + gap_px  # pixels down, below the other label
-                x, y = text.get_position()
-                text.set_position((x, y - shift * 72 / fig.dpi))  # offset points
-                box = text.get_window_extent(renderer)
-        placed.append(box)
 
 
 def complete_variants(runs: Sequence[Run], metric: str = "test/acc") -> list[str]:

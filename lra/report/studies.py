@@ -6,7 +6,7 @@ running, and two plots from Optuna's own matplotlib visualisation: the optimisat
 parameter importances (PED-ANOVA: how far each parameter's values among the best completed trials,
 Optuna's default top 10%, stray from its values among all of them; no scikit-learn needed)::
 
-    python -m lra.report.studies --runs multirun --out results/studies [--storage postgresql+psycopg://...]
+    python -m lra.report.studies --runs multirun [--out outputs/report/studies] [--storage URL_OR_PATH]
 
 Without the ``search`` extra, or with a storage that cannot be opened, the section says so in one line
 and the rest of the report is written.
@@ -149,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     description = __doc__.split("\n\n")[0]
     parser = argparse.ArgumentParser(prog="python -m lra.report.studies", description=description)
     parser.add_argument("--runs", type=Path, default=Path("multirun"), help="folder searched for studies")
-    parser.add_argument("--out", type=Path, default=Path("results/studies"), help="where studies.md goes")
+    parser.add_argument(
+        "--out", type=Path, default=Path("outputs/report/studies"), help="where studies.md and its plots go"
+    )
     parser.add_argument(
         "--storage", action="append", default=[], help="another study (SQLAlchemy URL or PATH.journal)"
     )
