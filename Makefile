@@ -42,7 +42,7 @@ lock:
 	$(MAKE) --no-print-directory install VENV=.lock-venv CONSTRAINTS=
 	version=$$(.lock-venv/bin/python -c 'import sys; print(*sys.version_info[:2], sep=".")'); \
 	{ echo "# Written by \`make lock\`: the versions CI tests, on Python $$version. Torch: TORCH_VERSION."; \
-	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -Ev '^(torch|triton|nvidia-.*)==' \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -Ev '^(torch|triton|nvidia-.*|cuda-.*)==' \
 	  | sed "s/\$$/ ; python_version == '$$version'/"; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 	rm -rf .lock-venv
