@@ -97,6 +97,24 @@ RECIPES: dict[str, Recipe] = {
         )
     ),
     # Path-X: LRA's pathfinder128, hard, read from the release's folder at either unpacked level.
+    # A CPU-sized set for experiment=demo_pathfinder: 20k easy 32×32 images from the generator.
+    "pathfinder-demo": Recipe(
+        (
+            Build(
+                "pathfinder-demo",
+                (
+                    "pathfinder",
+                    "--generate",
+                    "--num",
+                    "20000",
+                    "--difficulty",
+                    "easy",
+                    "--name",
+                    "pathfinder-demo",
+                ),
+            ),
+        )
+    ),
     "pathx": Recipe(
         (
             *(

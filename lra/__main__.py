@@ -19,8 +19,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import lra  # noqa: F401  (registers the lra.* resolvers the configs use)
-
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+from lra.paths import CONFIG_DIR
 
 
 def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
@@ -71,4 +70,11 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
+    from lra.errors import ConfigError
+    from lra.extras import check_command_line
+
+    try:
+        check_command_line(sys.argv[1:])  # an optional part that is not installed: one line, before Hydra
+    except ConfigError as error:
+        sys.exit(f"lra: {error}")
     main()

@@ -1,5 +1,5 @@
 """nystrom and skyformer through fused attention calls, and performer without kept copies, compute the
-same functions as their previous forms (kernels formed in memory, ``lra.bench.previous_cores``): value
+same functions as their previous forms (kernels formed in memory, ``helpers.previous_forms``): value
 and gradients within 1e-5 relative on padded inputs, with the same landmarks, weights and features;
 the iterative inverse with fused steps equals its previous form.
 """
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.previous_forms import PREVIOUS, previous_iterative_pinv
 
 import attention_zoo
 from attention_zoo.pinv import iterative_pinv
 from lra.bench.compare import saved_tensor_bytes
-from lra.bench.previous_cores import PREVIOUS, previous_iterative_pinv
 
 HEADS, HEAD_DIM, SEQ = 2, 16, 70
 LENGTHS = [SEQ, 37, 0]  # full, padded, fully padded

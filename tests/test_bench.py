@@ -9,15 +9,20 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.bench import efficiency_paper, efficiency_tables, fidelity, fidelity_tables
+from lra.bench import efficiency, efficiency_paper, fidelity
 from lra.bench.__main__ import main
-from lra.bench.baselines import NAIVE, NaiveSoftmaxAttention, bench_names, build_core
-from lra.bench.efficiency import Measurement, measure, sweep
-from lra.bench.efficiency_workloads import BenchConfig
-from lra.bench.fidelity_checkpoint import checkpoint_core_inputs
-from lra.bench.fidelity_measure import relative_spectral_error
-from lra.bench.isolation import Runner
-from lra.bench.timing import Failure
+from lra.bench.efficiency_measure import (
+    NAIVE,
+    BenchConfig,
+    Measurement,
+    NaiveSoftmaxAttention,
+    bench_names,
+    build_core,
+    measure,
+    sweep,
+)
+from lra.bench.fidelity_measure import checkpoint_core_inputs, relative_spectral_error
+from lra.bench.measuring import Failure, Isolation
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -53,7 +58,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path, device):
 
     for name in (f"efficiency_{device}.csv", f"efficiency_{device}_encoder.csv"):
         columns, rows = read_csv(tmp_path / name)
-        assert tuple(columns) == tuple(efficiency_tables.CSV_COLUMNS)
+        assert tuple(columns) == tuple(efficiency.CSV_COLUMNS)
         assert [(r["attention"], int(r["seq_len"])) for r in rows] == [
             (a, n) for a in ("standard", "nystrom", NAIVE) for n in (64, 128)
         ]
@@ -86,7 +91,8 @@ def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
 
 def test_a_configuration_past_its_timeout_is_a_row_not_a_crash():
     config = BenchConfig(NAIVE, 64, repeats=1, warmup=0)
-    row = Runner(measure, str, Measurement.failed, "subprocess", timeout_s=0.05)(config)
+    isolation = Isolation(torch.device("cpu"), mode="subprocess", timeout_s=0.05)
+    row = isolation.measure(measure, Measurement.failed, config)
     assert (row.status, row.time_ms, row.peak_mem_mb) == ("timeout", None, None)
 
 
@@ -126,7 +132,7 @@ def test_memory_growth_table_reads_ratios_over_eight_times_length():
         Measurement("a", n, 1, 1.0, mem, "ok")
         for n, mem in ((64, 2.0), (128, 3.0), (512, 16.0), (1024, 192.0))
     ]
-    text = efficiency_tables.scope_tables(rows, [64, 128, 512, 1024], ["a"], repeats=1)
+    text = efficiency.scope_tables(rows, [64, 128, 512, 1024], repeats=1)
     assert "| a | ×8 | ×64 |" in text
 
 
@@ -135,7 +141,7 @@ def test_paper_mode_measures_the_tables_rows_in_its_layout(tmp_path):
     argv += ["--heads", "2", "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]
     assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
     columns, rows = read_csv(tmp_path / "nystromformer_table1_cpu.csv")
-    assert tuple(columns) == ("label", *efficiency_tables.CSV_COLUMNS)
+    assert tuple(columns) == ("label", *efficiency.CSV_COLUMNS)
     table = efficiency_paper.PAPER_TABLES["nystromformer-table1"]
     assert [(r["label"], r["attention"], int(r["seq_len"])) for r in rows] == [
         (row.label, row.attention, n) for row in table.rows for n in (64, 128)
@@ -182,7 +188,7 @@ def test_fidelity_tiny_run_writes_outputs_and_nystrom_converges(tmp_path):
     argv = ["fidelity", "--lengths", "64", "32", "--budgets", "16", "32", "--seeds", "0", "1"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     columns, rows = read_csv(tmp_path / "fidelity_cpu.csv")
-    assert tuple(columns) == tuple(fidelity_tables.CSV_COLUMNS)
+    assert tuple(columns) == tuple(fidelity.CSV_COLUMNS)
     expected = {
         name: attention_zoo.spec(name).approximates
         for name in attention_zoo.available()

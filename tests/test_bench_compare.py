@@ -1,5 +1,5 @@
-"""``python -m lra.bench compare`` on tiny sizes: a row per core and length, the report's provenance,
-and the authors' code loaded from a checkout (a stand-in one here) with unusable cores skipped."""
+"""``python -m lra.bench compare`` on tiny sizes: the authors' code loaded from a checkout (a stand-in
+one here), a row per core and length, the report's provenance, unusable cores skipped."""
 
 from __future__ import annotations
 
@@ -40,18 +40,6 @@ def stand_in_checkout(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
-def test_against_previous_writes_a_row_per_core_with_the_provenance(tmp_path):
-    assert main(["compare", "--against", "previous", *TINY, "--out", str(tmp_path)]) == 0
-    report = (tmp_path / "compare_previous_cpu.md").read_text()
-    for core in ("nystrom", "skyformer", "performer"):
-        assert f"| {core} | 64 |" in report
-    assert "- command: `python -m lra.bench compare --against previous" in report
-    assert "load average" in report
-    rows = (tmp_path / "compare_previous_cpu.csv").read_text().splitlines()
-    assert rows[0].startswith("label,length,ours_median_ms") and len(rows) == 4
-    assert "Allocator: glibc's default" in report and "page faults per step" in report
-
-
 def test_against_authors_loads_their_code_and_skips_what_cannot_be_compared(stand_in_checkout, tmp_path):
     cores = ["nystrom", "performer", "no_such_core"]
     checkout = ["--authors-code", str(stand_in_checkout)]
@@ -61,6 +49,11 @@ def test_against_authors_loads_their_code_and_skips_what_cannot_be_compared(stan
     assert "| nystrom | 64 |" in report
     assert "- skipped performer: ModuleNotFoundError" in report
     assert "- skipped no_such_core: not a registered attention here" in report
+    assert "- command: `python -m lra.bench compare --against authors" in report
+    assert "load average" in report and f"- authors' code: {stand_in_checkout}" in report
+    assert "Allocator: glibc's default" in report and "page faults per step" in report
+    rows = (tmp_path / "compare_authors_cpu.csv").read_text().splitlines()
+    assert rows[0].startswith("label,length,ours_median_ms") and len(rows) == 2
 
 
 def test_against_authors_needs_a_checkout(tmp_path):
@@ -99,8 +92,9 @@ def test_steady_heap_reuses_freed_buffers_without_page_faults():
     assert faults["default"] >= 16384 and faults["steady"] < 1000, faults
 
 
-def test_steady_heap_run_writes_its_own_page(tmp_path):
-    argv = ["-m", "lra.bench", "compare", "--against", "previous", "--cores", "nystrom", *TINY]
-    subprocess.run([sys.executable, *argv, "--steady-heap", "--out", str(tmp_path)], check=True)
-    report = (tmp_path / "compare_previous_steady_heap_cpu.md").read_text()
+def test_steady_heap_run_writes_its_own_page(stand_in_checkout, tmp_path):
+    argv = ["-m", "lra.bench", "compare", "--against", "authors", "--authors-code", str(stand_in_checkout)]
+    argv += ["--cores", "nystrom", *TINY, "--steady-heap", "--out", str(tmp_path)]
+    subprocess.run([sys.executable, *argv], check=True)
+    report = (tmp_path / "compare_authors_steady_heap_cpu.md").read_text()
     assert "Allocator: steady heap" in report and "| nystrom | 64 |" in report

@@ -9,11 +9,10 @@ import pytest
 from matplotlib.colors import to_hex
 
 import attention_zoo
-from lra.bench.baselines import bench_names
-from lra.bench.efficiency import Measurement
-from lra.bench.efficiency_tables import efficiency_figure, stop_note
+from lra.bench.efficiency import efficiency_figure, stop_note
+from lra.bench.efficiency_measure import Measurement, bench_names
+from lra.bench.fidelity import fidelity_figure
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.fidelity_tables import fidelity_figure
 from lra.plotting import agg_pyplot, attention_color, text_problems
 
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]

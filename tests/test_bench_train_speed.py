@@ -10,10 +10,17 @@ import pytest
 import torch
 
 from lra.bench.__main__ import main
-from lra.bench.isolation import Runner
-from lra.bench.train_speed import TrainSpeedConfig, TrainSpeedRow, failed, measure
-from lra.bench.train_speed_table import CSV_COLUMNS, ratio_to_reference
-from lra.bench.train_step import HarnessStep, job_config, random_batch
+from lra.bench.measuring import Isolation
+from lra.bench.train_speed import CSV_COLUMNS, ratio_to_reference
+from lra.bench.train_speed_measure import (
+    HarnessStep,
+    TrainSpeedConfig,
+    TrainSpeedRow,
+    failed,
+    job_config,
+    measure,
+    random_batch,
+)
 
 TINY = ("task.seq_len=32", "task.batch_size=4", "features=8")
 
@@ -131,9 +138,10 @@ def test_a_failing_configuration_is_an_error_row():
 @pytest.mark.slow
 def test_subprocess_worker_measures_and_a_timeout_is_a_row():
     config = TrainSpeedConfig("retrieval", "standard", TINY, warmup=0, steps=1)
-    row = Runner(measure, str, failed, "subprocess", timeout_s=120)(config)
+    cpu = torch.device("cpu")
+    row = Isolation(cpu, mode="subprocess", timeout_s=120).measure(measure, failed, config)
     assert (row.status, row.documents, row.timed_steps) == ("ok", 2, 1) and row.step_ms > 0
-    late = Runner(measure, str, failed, "subprocess", timeout_s=0.05)(config)
+    late = Isolation(cpu, mode="subprocess", timeout_s=0.05).measure(measure, failed, config)
     assert (late.status, late.step_ms, late.batch, late.seq_len) == ("timeout", None, 4, 32)
 
 

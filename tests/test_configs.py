@@ -146,6 +146,11 @@ def test_experiments():
         demo.task.seq_len
     )
     check_config(demo)
+    pathfinder = compose_config(["experiment=demo_pathfinder"])
+    assert (pathfinder.task.name, pathfinder.task.dataset) == ("pathfinder", "pathfinder-demo")
+    (build,) = RECIPES[pathfinder.task.dataset].builds  # generated at LRA's 32×32: the task's 1024 tokens
+    assert build.argv[:2] == ("pathfinder", "--generate") and "--resolution" not in build.argv
+    check_config(pathfinder)
 
 
 @pytest.mark.parametrize("name", attention_zoo.available())

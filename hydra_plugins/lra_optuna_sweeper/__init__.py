@@ -1,9 +1,10 @@
-"""The Hydra sweeper of ``hparams_search=lra`` (``hydra/sweeper=lra_optuna``): Optuna through
-hydra-optuna-sweeper, with the trial loop of ``lra.search.sweeper``.
+"""The Hydra sweeper of ``hparams_search=lra`` (``hydra/sweeper=lra_optuna``): Optuna's ask-and-tell
+loop of ``lra.search.sweeper``.
 
 Hydra imports every module under ``hydra_plugins`` in any Hydra app, and only sweeper plugins found
 there can be instantiated: this module imports Optuna and the harness only when a search starts, so a
-checkout without the ``search`` extra runs everything else.
+checkout without the ``search`` extra runs everything else (``lra.extras`` names the extra when a
+command needs it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Benchmarks of the attention zoo and the harness: ``python -m lra.bench efficiency|fidelity|train-speed``.
+"""Benchmarks of the attention zoo and the harness: ``python -m lra.bench COMMAND``.
 
-Each benchmark is a command module (``efficiency``, ``fidelity``, ``train_speed``, registered by name in
-``__main__``) beside the modules that are its own (workloads, measuring, tables). Shared by them:
-``isolation`` (the one runner: each configuration in this process or in a fresh subprocess, with a
-timeout and a memory limit), ``output`` (the one writer: CSV, the markdown page with its provenance,
-figures), ``timing`` (median step time and peak memory on CPU or CUDA) and ``baselines`` (the naive
-softmax core). Every benchmark writes ``results/<benchmark>_<device>.*`` with the machine and the
-command that reruns it (``lra.provenance``).
+Each command is a module (``efficiency``, ``fidelity``, ``train_speed``, ``compare``; registered in
+``__main__``) holding its arguments, its frozen settings, its page and plot, above the module that
+measures one configuration (``*_measure``; ``authors_cores`` for ``compare``). All share ``measuring``
+(a timed step's time and peak memory, in this process or a fresh interpreter) and ``output`` (the CSV,
+the page with its provenance, the figure). May import ``attention_zoo``, the harness (``lra.model``,
+``lra.train``, ``lra.checks``, ``lra.memory``, ``lra.paths``, ``lra.summary_json``) and the modules
+below both it and ``lra.report`` (``lra.provenance``, ``lra.published_numbers``, ``lra.plotting``);
+never ``lra.report`` or ``lra.__main__``. Nothing is imported here.
 """

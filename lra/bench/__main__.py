@@ -1,7 +1,8 @@
 """``python -m lra.bench COMMAND [options]``: see each command's ``--help``.
 
-``COMMANDS`` maps a command's name to its module; a command module has ``HELP`` (one line) and
-``configure(parser)``, which adds its arguments and returns ``run(args, argv)``.
+``COMMANDS`` maps a command's name to its module. A command module has ``HELP`` (one line),
+``configure(parser)`` (adds its arguments), ``settings_from(args)`` (its frozen settings, built once
+from the parsed arguments; a ``ValueError`` is a usage error) and ``run(settings, argv)``.
 """
 
 from __future__ import annotations
@@ -9,29 +10,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from types import ModuleType
 
 from lra.bench import compare, efficiency, fidelity, train_speed
 
-COMMANDS: dict[str, ModuleType] = {
-    "compare": compare,
-    "efficiency": efficiency,
-    "fidelity": fidelity,
-    "train-speed": train_speed,
-}
+COMMANDS = {"compare": compare, "efficiency": efficiency, "fidelity": fidelity, "train-speed": train_speed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m lra.bench", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    runners = {
-        name: module.configure(subparsers.add_parser(name, help=module.HELP, description=module.HELP))
-        for name, module in COMMANDS.items()
-    }
+    for name, module in COMMANDS.items():
+        module.configure(subparsers.add_parser(name, help=module.HELP, description=module.HELP))
     args = parser.parse_args(argv)
+    command = COMMANDS[args.command]
     try:
-        runners[args.command](args, argv[1:])
+        command.run(command.settings_from(args), argv[1:])
     except ValueError as error:
         parser.error(str(error))
     return 0

@@ -1,16 +1,10 @@
-"""The authors' attention implementations beside ours, for ``python -m lra.bench compare --against authors``.
+"""The authors' attention implementations, each paired with our core under the same settings (the
+Skyformer code's LRA configs) for ``python -m lra.bench compare --against authors``.
 
-Loaded from a user's checkout of github.com/pkuzengqi/Skyformer (its ``src/`` goes on ``sys.path``,
-its ``models.attention_*`` modules are imported as they are; none of their code is in this
-repository) and from ``transformers`` (``LongformerSelfAttention``, an optional import). Each is
-built with the settings of the Skyformer code's LRA configs (128 features; BigBird blocks of 64
-with 3 random blocks) and paired with our core under the same settings. Their classes take
-q, k, v: (B, H, N, D) and a float mask (B, N), 1 at real tokens. Longformer has no entry point for
-given q, k, v, so it is compared as a layer: x (B, N, H·D) -> (B, N, H·D), their three projections
-and ours (``MultiHeadSelfAttention``), each followed by one output projection.
-
-A core that cannot be compared (not registered here, options that do not fit, the authors' module
-failing to import, transformers missing) is one line of ``skipped``, not an error.
+Imported from a user's checkout of github.com/pkuzengqi/Skyformer (none of their code is in this
+repository; their classes take q, k, v: (B, H, N, D) and a float mask (B, N), 1 at real tokens) and
+from ``transformers`` (``LongformerSelfAttention``, compared as a layer: x (B, N, H·D) -> (B, N, H·D)).
+A core that cannot be compared (not registered, a failing import) is a ``skipped`` line.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import importlib.metadata
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,65 +23,52 @@ import torch
 from torch import nn
 
 import attention_zoo
-from lra.bench.compare import Pair
-from lra.bench.previous_cores import random_inputs
 
 Shape = tuple[int, int, int, int]  # (B, H, N, D)
+Inputs = tuple[torch.Tensor, ...]
+Function = Callable[..., torch.Tensor]  # of the inputs -> the output to differentiate
 
 
 @dataclass(frozen=True)
-class AuthorsCore:
-    """Their class ``module.name`` with ``config`` (plus head_dim, num_head, max_seq_len), ours with
-    ``ours`` (a callable of the shape for options that depend on it)."""
+class Pair:
+    """Our implementation and a reference, both functions of the same ``make_inputs()``; ``weights``: the
+    tensors the two hold for the whole run (parameters, buffers), not counted in what backward keeps."""
 
-    module: str
-    name: str
-    config: dict[str, Any]
-    ours: dict[str, Any] | Callable[[Shape], dict[str, Any]] = field(default_factory=dict)
-
-
-def informer_options(shape: Shape) -> dict[str, Any]:
-    """Our informer's budget option at the authors' 128 features."""
-    return {attention_zoo.spec("informer").budget_option: 128}
+    label: str
+    ours: Function
+    reference: Function
+    make_inputs: Callable[[], Inputs]
+    weights: tuple[torch.Tensor, ...] = ()
 
 
-AUTHORS = {
-    "nystrom": AuthorsCore(
-        "models.attention_nystrom",
-        "NystromAttention",
-        {"num_landmarks": 128},
-        {"num_landmarks": 128, "conv_kernel_size": None},
-    ),
-    "skyformer": AuthorsCore(
-        "models.attention_skyformer",
-        "Skyformer",
-        {
-            "nb_features": 128,
-            "sketched_kernel": "kernel_RS_RBF",
-            "accumulation": 1,
-            "sampling_factor": 4,
-            "no_projection": False,
-            "device": "cpu",
-        },
-        {"num_landmarks": 128},
-    ),
-    "performer": AuthorsCore(
-        "models.attention_performer",
-        "PerformerAttention",
-        {"rp_dim": 128, "kernel_type": "exp"},
-        {"num_features": 128, "temperature": "d", "feature_epsilon": 1e-4},
-    ),
-    "bigbird": AuthorsCore(
-        "models.attention_bigbird",
-        "BigBirdAttention",
-        {"num_random_blocks": 3, "block_size": 64},
-        {"num_random_blocks": 3, "block_size": 64},
-    ),
-    "informer": AuthorsCore(
-        "models.attention_informer", "ProbAttention", {"in_nb_features": 128}, informer_options
-    ),
-}
+SKYFORMER_CONFIG = {
+    "nb_features": 128, "sketched_kernel": "kernel_RS_RBF", "accumulation": 1, "sampling_factor": 4,
+    "no_projection": False, "device": "cpu",
+}  # fmt: skip
+BIGBIRD_BLOCKS = {"num_random_blocks": 3, "block_size": 64}
+# our core -> their class models.attention_<core>.<class>, its config (beside head_dim, num_head,
+# max_seq_len) and our core's options
+AUTHORS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "nystrom": ("NystromAttention", {"num_landmarks": 128}, {"num_landmarks": 128, "conv_kernel_size": None}),
+    "skyformer": ("Skyformer", SKYFORMER_CONFIG, {"num_landmarks": 128}),
+    "performer": ("PerformerAttention", {"rp_dim": 128, "kernel_type": "exp"},
+                  {"num_features": 128, "temperature": "d", "feature_epsilon": 1e-4}),
+    "bigbird": ("BigBirdAttention", BIGBIRD_BLOCKS, BIGBIRD_BLOCKS),
+    "informer": ("ProbAttention", {"in_nb_features": 128},
+                 {attention_zoo.spec("informer").budget_option: 128}),
+}  # fmt: skip
 LONGFORMER_WINDOW = 257  # 128 tokens on each side: Nyströmformer Table 1's Longformer-257
+
+
+def random_inputs(shape: Shape, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """q, k, v of ``shape`` (B, H, N, D) and an all-True (B, N) mask. q, k, v are views of one
+    (B, N, 3, H, D) tensor that requires gradients, laid out as ``MultiHeadSelfAttention``'s fused
+    projection hands them to a core."""
+    batch, heads, length, head_dim = shape
+    generator = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(batch, length, 3, heads, head_dim, generator=generator).requires_grad_(True)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    return q, k, v, torch.ones(batch, length, dtype=torch.bool)
 
 
 def with_float_mask(module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor):
@@ -95,11 +76,11 @@ def with_float_mask(module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torc
     return module(q, k, v, mask.float())
 
 
-def core_pair(label: str, spec: AuthorsCore, shape: Shape) -> Pair:
+def core_pair(label: str, shape: Shape) -> Pair:
     batch, heads, length, head_dim = shape
+    name, their_config, options = AUTHORS[label]
     config = {"head_dim": head_dim, "num_head": heads, "max_seq_len": length, "attention_dropout": 0.0}
-    theirs = getattr(importlib.import_module(spec.module), spec.name)(config | spec.config).eval()
-    options = spec.ours(shape) if callable(spec.ours) else spec.ours
+    theirs = getattr(importlib.import_module(f"models.attention_{label}"), name)(config | their_config).eval()
     ours = attention_zoo.build_attention(label, head_dim=head_dim, num_heads=heads, seq_len=length, **options)
     weights = (*ours.parameters(), *ours.buffers(), *theirs.parameters(), *theirs.buffers())
     return Pair(label, ours.eval(), partial(with_float_mask, theirs), partial(random_inputs, shape), weights)
@@ -156,12 +137,12 @@ def authors_provenance(code: Path) -> list[str]:
         ["git", "-C", str(code), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
     try:
-        transformers_version = importlib.metadata.version("transformers")
+        transformers = importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
-        transformers_version = "not installed"
+        transformers = "not installed"
     return [
         f"- authors' code: {code} at commit {commit or 'unknown (not a git checkout)'}",
-        f"- transformers: {transformers_version}",
+        f"- transformers: {transformers}",
     ]
 
 
@@ -181,13 +162,10 @@ def authors_pairs(code: Path, names: Sequence[str] | None, shape: Shape) -> tupl
             skipped.append(f"{label}: not a registered attention here")
             continue
         try:
-            pairs.append(
-                longformer_pair(shape) if label == "longformer" else core_pair(label, AUTHORS[label], shape)
-            )
+            pairs.append(longformer_pair(shape) if label == "longformer" else core_pair(label, shape))
         except KeyError:
-            skipped.append(
-                f"{label}: no authors' implementation known (choose from {', '.join(AUTHORS)}, longformer)"
-            )
+            known = ", ".join([*AUTHORS, "longformer"])
+            skipped.append(f"{label}: no authors' implementation known (choose from {known})")
         except Exception as error:  # their import or our options: a line, not a crash
             skipped.append(f"{label}: {type(error).__name__}: {error}".splitlines()[0][:200])
     return pairs, skipped

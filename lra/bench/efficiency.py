@@ -1,227 +1,276 @@
-"""``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length.
+"""``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length
+(each configuration: ``lra.bench.efficiency_measure``).
 
-Two workloads (``--scopes``, ``lra.bench.efficiency_workloads``): one attention layer, and the whole
-encoder with a cross-entropy loss. Each configuration is warmed up, then timed ``--repeats`` times
-(fewer once the timed steps add up to ``--time-budget-s``, at least once); the median is kept. Peak
-memory is measured above a baseline taken after the model and inputs exist and after one short
-priming step (``lra.bench.timing``: synchronised timing and ``max_memory_allocated`` on CUDA, peak RSS
-on CPU). By default every CPU configuration runs in a fresh subprocess (``lra.bench.isolation``), so
-no allocator cache from an earlier configuration shifts its memory, an address-space limit
-(``--mem-limit-mb``) turns a too-large configuration into a recorded ``oom``, and a hung one is ended
-by ``--timeout-s``. Every configuration gives one ``Measurement`` with status ``ok``, ``oom``,
-``timeout``, ``error`` or ``skipped`` (``sweep``); tables and plot: ``lra.bench.efficiency_tables``.
+Writes ``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios
+to the baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``;
+with ``--paper``, that table's own setting in its layout (``lra.bench.efficiency_paper``).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from lra.bench import efficiency_paper
-from lra.bench.baselines import bench_names
-from lra.bench.efficiency_paper import PAPER_TABLES, PaperRow, PaperTable
-from lra.bench.efficiency_tables import CSV_COLUMNS, csv_suffix, method_note, page, write_plot
-from lra.bench.efficiency_workloads import WORKLOADS, BenchConfig, primed_step
-from lra.bench.isolation import Runner, add_run_arguments, isolated_runner
-from lra.bench.output import Outputs
-from lra.bench.timing import Failure, default_device, measure_step
+from lra.bench.efficiency_measure import (
+    NAIVE,
+    PRIME_SEQ_LEN,
+    WORKLOADS,
+    BenchConfig,
+    Measurement,
+    bench_names,
+    measure,
+    sweep,
+)
+from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
+from lra.bench.measuring import PROBES, Isolation, add_run_arguments
+from lra.bench.output import Outputs, failures, log_log, panel_grid
+from lra.plotting import attention_color, legend_below
+from lra.provenance import markdown_table
 
-MEASUREMENT_FAILURES = ("oom", "timeout", "error")  # statuses after which longer lengths are skipped
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 HELP = "time and peak memory of forward+backward against sequence length"
 DEFAULTS = {
-    "lengths": (512, 1024, 2048, 4096, 8192, 16384), "scopes": ["layer", "encoder"], "batch": 1, "dim": 64,
+    "lengths": (512, 1024, 2048, 4096, 8192, 16384), "scopes": ("layer", "encoder"), "batch": 1, "dim": 64,
     "heads": 2,
 }  # fmt: skip
+CSV_COLUMNS = {  # attribute -> format
+    "attention": "", "seq_len": "", "batch": "", "time_ms": ".3f", "peak_mem_mb": ".2f", "status": ""
+}  # fmt: skip
+BASELINES = ("standard", NAIVE)
+BASELINE_POINT = (
+    "after the model and inputs were built and one step of the same workload at "
+    f"{PRIME_SEQ_LEN} tokens ran (one-time costs such as kernel code paged in on first use are not counted)"
+)
+PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
 
 
 @dataclass(frozen=True)
-class Measurement:
-    """One row of results; ``detail`` (not in the CSV) says why a row is not ``ok``."""
+class EfficiencySettings:
+    """A run: ``rows`` at ``lengths`` in each of ``scopes``, the model's shape, the timing, where (``run``),
+    the output folder; ``paper``: the published table it measures, if any."""
 
-    attention: str
-    seq_len: int
+    rows: tuple[BenchConfig, ...]  # each attention with its options and label; the others unset
+    lengths: tuple[int, ...]
+    scopes: tuple[str, ...]
     batch: int
-    time_ms: float | None
-    peak_mem_mb: float | None
-    status: str
-    scope: str = "layer"
-    detail: str = ""
-    timed_steps: int = 0
-    label: str = ""  # the row's name where one attention is measured with several options
-
-    @property
-    def name(self) -> str:
-        return self.label or self.attention
-
-    @classmethod
-    def failed(cls, config: BenchConfig, failure: Failure) -> Measurement:
-        return cls(
-            config.attention, config.seq_len, config.batch, None, None, failure.status, config.scope,
-            failure.detail, label=config.label,
-        )  # fmt: skip
+    dim: int
+    heads: int
+    warmup: int
+    repeats: int
+    time_budget_s: float
+    max_step_s: float | None
+    run: Isolation
+    out: Path
+    paper: PaperTable | None = None
 
 
-def measure(config: BenchConfig) -> Measurement:
-    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps."""
-    device = torch.device(config.device)
-    timed = measure_step(
-        partial(primed_step, config, device),
-        device,
-        warmup=config.warmup,
-        repeats=config.repeats,
-        budget_s=config.time_budget_s,
-        threads=config.threads,
-    )
-    if isinstance(timed, Failure):
-        return Measurement.failed(config, timed)
-    return Measurement(
-        config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, "ok", config.scope,
-        timed_steps=len(timed.times_ms), label=config.label,
-    )  # fmt: skip
-
-
-def format_progress(row: Measurement) -> str:
-    figures = (
-        f"{row.time_ms:10.1f} ms {row.peak_mem_mb:10.1f} MB ({row.timed_steps} timed)"
-        if row.status == "ok"
-        else f"{row.status.upper()} {row.detail}"
-    )
-    return f"[{row.scope:7}] {row.name:10} n={row.seq_len:6} batch={row.batch}: {figures}"
-
-
-def sweep(
-    configs: Sequence[BenchConfig],
-    run_one: Callable[[BenchConfig], Measurement],
-    max_step_s: float | None = None,
-) -> list[Measurement]:
-    """Measure every config in order (lengths ascending), printing each row.
-
-    Once an (attention or label, scope) fails at some length (``MEASUREMENT_FAILURES``), or one of
-    its steps takes longer than ``max_step_s``, its longer configurations are recorded as ``skipped``
-    with the reason.
-    """
-    stopped: dict[tuple[str, str], str] = {}
-
-    def run_unless_stopped(config: BenchConfig) -> Measurement:
-        reason = stopped.get((config.scope, config.name))
-        if reason is not None:
-            return Measurement.failed(config, Failure("skipped", reason))
-        row = run_one(config)
-        if row.status in MEASUREMENT_FAILURES:
-            stopped[(config.scope, config.name)] = f"{row.status} at seq_len {row.seq_len}"
-        elif max_step_s is not None and row.time_ms > 1000 * max_step_s:
-            stopped[(config.scope, config.name)] = (
-                f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len} "
-                f"(over --max-step-s {max_step_s:g})"
-            )
-        return row
-
-    return Runner(run_unless_stopped, format_progress).run_all(configs)
-
-
-def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
-    """Arguments of ``python -m lra.bench efficiency``."""
-    parser.add_argument(
-        "--paper",
-        choices=sorted(PAPER_TABLES),
-        default=None,
-        help="measure a published table's own setting and rows (lra.bench.efficiency_paper)",
-    )
-    parser.add_argument(
-        "--attentions", nargs="+", default=None, help="default: every core and the naive baseline"
-    )
-    parser.add_argument(
-        "--lengths", nargs="+", type=int, default=None, help=f"default: {DEFAULTS['lengths']}"
-    )
-    parser.add_argument(
-        "--scopes", nargs="+", choices=sorted(WORKLOADS), default=None, help="default: layer encoder"
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--paper", choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows")
+    add("--attentions", nargs="+", help="default: every core and the naive baseline")
+    add("--lengths", nargs="+", type=int, help=f"default: {DEFAULTS['lengths']}")
+    add("--scopes", nargs="+", choices=sorted(WORKLOADS), help="default: layer encoder")
     for option in ("batch", "dim", "heads"):
-        parser.add_argument(f"--{option}", type=int, default=None, help=f"default: {DEFAULTS[option]}")
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument(
-        "--time-budget-s",
-        type=float,
-        default=30.0,
-        help="stop repeating once the timed steps of a configuration add up to this (at least one is timed)",
+        add(f"--{option}", type=int, help=f"default: {DEFAULTS[option]}")
+    add("--warmup", type=int, default=1)
+    add("--repeats", type=int, default=5)
+    add(
+        "--time-budget-s", type=float, default=30.0, help="stop repeating once the timed steps add up to this"
     )
-    parser.add_argument(
-        "--max-step-s",
-        type=float,
-        default=None,
-        help="skip the longer lengths of an attention once one of its steps took longer than this",
-    )
+    add("--max-step-s", type=float, help="skip an attention's longer lengths once one step took longer")
     add_run_arguments(parser, timeout_s=300)
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    return run
+    add("--out", type=Path, default=Path("results"))
 
 
-def settle(args: argparse.Namespace) -> PaperTable | None:
-    """Fill the unset settings of ``args`` from ``--paper``'s table, else ``DEFAULTS``; the table."""
+def settings_from(args: argparse.Namespace) -> EfficiencySettings:
+    """The run's settings: those not given from ``--paper``'s table, else ``DEFAULTS``."""
     paper = PAPER_TABLES[args.paper] if args.paper else None
     if paper is not None and (args.attentions or args.scopes):
         raise ValueError(
             f"--paper {args.paper} measures its own rows and workload: drop --attentions/--scopes"
         )
-    for key, value in {**DEFAULTS, **(paper.settings if paper else {})}.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    args.lengths = sorted(args.lengths)
-    if args.dim % args.heads:
-        raise ValueError(f"--dim ({args.dim}) must be divisible by --heads ({args.heads})")
-    return paper
-
-
-def not_registered(run_one: Callable[[BenchConfig], Measurement]) -> Callable[[BenchConfig], Measurement]:
-    """``run_one``, except for an attention that is not registered: a ``not registered`` row."""
-    valid = bench_names()
-
-    def run_if_registered(config: BenchConfig) -> Measurement:
-        if config.attention in valid:
-            return run_one(config)
-        return Measurement.failed(
-            config, Failure("not registered", f"no attention {config.attention!r} here")
-        )
-
-    return run_if_registered
-
-
-def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    device = default_device(args.device)
-    paper = settle(args)
-    valid = bench_names()
-    unknown = [name for name in args.attentions or [] if name not in valid]
+    unknown = [name for name in args.attentions or [] if name not in bench_names()]
     if unknown:
-        raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(valid)}")
-    outputs = Outputs.start(args.out, paper.stem if paper else "efficiency", device, ["efficiency", *argv])
-    run_one = not_registered(isolated_runner(args, device, measure, format_progress, Measurement.failed))
-    settings = {key: getattr(args, key) for key in ("batch", "dim", "heads", "warmup", "repeats", "threads")}
-    base = BenchConfig("", 0, **settings, device=str(device), time_budget_s=args.time_budget_s)
-    rows = paper.rows if paper else [PaperRow("", name, {}) for name in args.attentions or valid]
-    rows_by_scope: dict[str, list[Measurement]] = {}
-    for scope in args.scopes:
-        configs = [
-            replace(
-                base, attention=row.attention, options=row.options, label=row.label, seq_len=n, scope=scope
-            )
-            for row in rows
-            for n in args.lengths
+        raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(bench_names())}")
+    given = {key: getattr(args, key) for key in DEFAULTS if getattr(args, key) is not None}
+    chosen = {**DEFAULTS, **(paper.settings if paper else {}), **given}
+    if chosen["dim"] % chosen["heads"]:
+        raise ValueError(f"--dim ({chosen['dim']}) must be divisible by --heads ({chosen['heads']})")
+    rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.attentions or bench_names())
+    return EfficiencySettings(
+        rows, tuple(sorted(chosen["lengths"])), tuple(chosen["scopes"]), chosen["batch"], chosen["dim"],
+        chosen["heads"], args.warmup, args.repeats, args.time_budget_s, args.max_step_s,
+        Isolation.from_args(args), args.out, paper,
+    )  # fmt: skip
+
+
+def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
+    """Every row of ``settings`` at each of its lengths, in ``scope``, with the run's shape and timing."""
+    run = {
+        "batch": settings.batch, "scope": scope, "dim": settings.dim, "heads": settings.heads,
+        "warmup": settings.warmup, "repeats": settings.repeats, "device": str(settings.run.device),
+        "time_budget_s": settings.time_budget_s,
+    }  # fmt: skip
+    return [replace(row, seq_len=n, **run) for row in settings.rows for n in settings.lengths]
+
+
+def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: int) -> str:
+    """Markdown: time, memory, ratios to both baselines and memory growth for one scope."""
+    table = {(row.attention, row.seq_len): row for row in rows}
+    attentions = list(dict.fromkeys(row.attention for row in rows))
+
+    def measured(*keys: tuple[str, int]) -> list[Measurement]:
+        """The rows of ``keys``, or none unless every one is ``ok``."""
+        found = [table.get(key) for key in keys]
+        return found if all(row is not None and row.status == "ok" for row in found) else []
+
+    def figure(name: str, n: int, field: str) -> str:
+        row = table.get((name, n))
+        if row is None or row.status != "ok":
+            return "" if row is None else row.status
+        fewer = f" ({row.timed_steps}×)" if field == "time_ms" and row.timed_steps < repeats else ""
+        return f"{getattr(row, field):.1f}{fewer}"
+
+    def ratios(name: str, n: int, baseline: str) -> str:
+        """The baseline's time and memory ÷ this row's (``×k`` = k times less), or '—'."""
+        base, row = measured((baseline, n), (name, n)) or (None, None)
+        cells = [
+            f"×{getattr(base, f) / getattr(row, f):.3g}" if row and getattr(row, f) > 0 else "—"
+            for f in PLOTTED
         ]
-        rows_by_scope[scope] = sweep(configs, run_one, args.max_step_s)
-        if not paper:
-            outputs.write_csv(CSV_COLUMNS, rows_by_scope[scope], csv_suffix(scope))
-    if paper:
-        [measured] = rows_by_scope.values()
-        outputs.write_csv({"label": "", **CSV_COLUMNS}, measured)
-        outputs.write_page(*efficiency_paper.page(paper, measured, device.type, [method_note(args, device)]))
-        outputs.announce("csv,md")
-        return
-    outputs.write_page(*page(rows_by_scope, args, device))
-    write_plot(outputs, rows_by_scope, args, device)
-    outputs.announce("csv,md,png")
+        return " / ".join(cells) if (name, n) in table else ""
+
+    def growth(name: str, short: int, n: int) -> str:
+        a, b = measured((name, short), (name, n)) or (None, None)
+        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if a and a.peak_mem_mb > 0 else "—"
+
+    fills = {
+        "Time per forward+backward (ms, median):": partial(figure, field="time_ms"),
+        "Peak memory above baseline (MB):": partial(figure, field="peak_mem_mb"),
+        **{f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):":
+           partial(ratios, baseline=baseline) for baseline in BASELINES},
+    }  # fmt: skip
+    header = ["attention", *(f"n={n}" for n in lengths)]
+    parts = []
+    for title, fill in fills.items():
+        parts += [title, markdown_table(header, [[a, *(fill(a, n) for n in lengths)] for a in attentions])]
+    pairs = [(n // 8, n) for n in lengths if n // 8 in lengths and n % 8 == 0]
+    if pairs:
+        growth_rows = [[a, *(growth(a, s, n) for s, n in pairs)] for a in attentions]
+        parts += [
+            "Memory growth for ×8 length (linear: ×8, quadratic: ×64):",
+            markdown_table(["attention", *(f"{s}→{n}" for s, n in pairs)], growth_rows),
+        ]
+    return "\n\n".join(parts + failures(rows, lambda r: f"`{r.attention}` n={r.seq_len}"))
+
+
+def method_note(settings: EfficiencySettings) -> str:
+    """How each configuration was timed and its memory measured, and where it ran."""
+    probe = PROBES[settings.run.device.type]
+    return (
+        f"{settings.warmup} warm-up step(s) then the median of {settings.repeats} timed steps (fewer, at "
+        f"least one, once they add up to {settings.time_budget_s:g} s). Memory: {probe.method} above "
+        f"{probe.baseline} {BASELINE_POINT}. {settings.run.note()}."
+    )
+
+
+def page(
+    rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings
+) -> tuple[str, list[str], list[str]]:
+    """The page's title, paragraphs and sections: one per scope, then the published figures (with
+    ``--paper``, that paper's page)."""
+    if settings.paper is not None:
+        [rows] = rows_by_scope.values()
+        return efficiency_paper.page(settings.paper, rows, settings.run.device.type, [method_note(settings)])
+    inference = " `inference`: the layer's forward alone, under torch.inference_mode." * (
+        "inference" in rows_by_scope
+    )
+    paragraphs = [
+        "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
+        f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
+        f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
+        "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
+        "paper defaults (options in README.md, section The attention zoo). `(k×)` in the time table: "
+        "k timed steps.",
+        method_note(settings),
+    ]
+    sections = [
+        f"## {scope}\n\n" + scope_tables(rows, settings.lengths, settings.repeats)
+        for scope, rows in rows_by_scope.items()
+    ]
+    sections.append("## Published, for comparison\n\n" + efficiency_paper.published_section())
+    return f"Efficiency on {settings.run.device.type}", paragraphs, sections
+
+
+def stop_note(rows: Sequence[Measurement]) -> str:
+    """Where each scope's run of one attention stopped, e.g. `` (oom at 16384)``, or
+    `` (layer: oom at 16384; encoder: timeout at 8192)`` when the scopes differ; empty when it never did."""
+    scopes = list(dict.fromkeys(row.scope for row in rows))
+    stops = {}
+    for row in sorted(rows, key=lambda r: (scopes.index(r.scope), r.seq_len)):
+        if row.status not in ("ok", "skipped"):
+            stops.setdefault(row.scope, f"{row.status} at {row.seq_len}")
+    distinct = set(stops.values())
+    if len(distinct) == 1 and len(stops) == len(scopes):  # alike in every scope
+        return f" ({distinct.pop()})"
+    return f" ({'; '.join(f'{scope}: {stop}' for scope, stop in stops.items())})" if stops else ""
+
+
+def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -> Figure:
+    """Log–log: one row of panels per scope, time and memory against length, one colour per attention
+    (dashed: the baselines); an attention that stopped (oom, timeout, error) says where in the legend."""
+    all_rows = [row for rows in rows_by_scope.values() for row in rows]
+    names = list(dict.fromkeys(row.attention for row in all_rows))
+    labels = {name: name + stop_note([r for r in all_rows if r.attention == name]) for name in names}
+    title = f"Forward+backward time and peak memory against sequence length ({where})"
+    fig, axes = panel_grid(len(rows_by_scope), title)
+    for (scope, rows), panel_row in zip(rows_by_scope.items(), axes, strict=True):
+        for ax, (field, quantity) in zip(panel_row, PLOTTED.items(), strict=True):
+            for name in dict.fromkeys(row.attention for row in rows):
+                points = sorted(
+                    (r.seq_len, getattr(r, field))
+                    for r in rows
+                    if r.attention == name and r.status == "ok" and getattr(r, field) > 0  # log axes
+                )
+                if points:
+                    ax.plot(
+                        *zip(*points, strict=True), label=labels[name], color=attention_color(name),
+                        linestyle="--" if name in BASELINES else "-", marker="o", markersize=4,
+                    )  # fmt: skip
+            ax.set(xlabel="sequence length", ylabel=quantity, title=f"{scope}: {quantity}")
+            log_log(ax, sorted({row.seq_len for row in rows}))
+    legend_below(fig, list(axes.flat), max_columns=6)
+    return fig
+
+
+def figure(rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings) -> Figure:
+    """``efficiency_figure`` of the measured rows, titled with where and how they were measured."""
+    count = settings.run.threads
+    threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
+    where = f"{settings.run.device.type}, batch {settings.batch}, dim {settings.dim}, {settings.heads} heads"
+    return efficiency_figure(rows_by_scope, f"{where}, {threads}")
+
+
+def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
+    paper, stem = settings.paper, settings.paper.stem if settings.paper else "efficiency"
+    outputs = Outputs.start(settings.out, stem, settings.run.device, ["efficiency", *argv])
+    run_one = partial(settings.run.measure, measure, Measurement.failed)
+    rows_by_scope: dict[str, list[Measurement]] = {}
+    for scope in settings.scopes:
+        rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
+        rows_by_scope[scope] = rows
+        if paper:  # a published table's one workload, its rows named by its labels
+            outputs.write_csv({"label": "", **CSV_COLUMNS}, rows)
+        else:  # each scope's CSV as soon as it is measured
+            outputs.write_csv(CSV_COLUMNS, rows, ".csv" if scope == "layer" else f"_{scope}.csv")
+    outputs.write_page(*page(rows_by_scope, settings))
+    if not paper:
+        outputs.write_figure(figure(rows_by_scope, settings))
+    outputs.announce("csv,md" if paper else "csv,md,png")

@@ -1,50 +1,33 @@
 """``python -m lra.bench efficiency --paper NAME``: a published efficiency table's own setting, measured
 here and written in the paper's layout beside the paper's figures.
 
-``nystromformer-table1`` (Nyströmformer, Table 1): one self-attention layer, inference (the forward
-alone, ``torch.inference_mode``), per instance (batch 1), n = 512 … 8192; rows Transformer (``naive``,
-softmax with QKᵀ materialised), Linformer-256, Longformer-257, Nyströmformer-64 and Nyströmformer-32.
-Each cell is peak memory (MB) / time (ms) with its ×-factors to the Transformer row of the same table
-(the Transformer's figure ÷ this one: ×k = k times less). A row whose attention is not registered
-says ``not registered`` instead of a figure. Files: ``<stem>_<device>.{csv,md}`` (the CSV has the
-efficiency columns and the row's label).
+``nystromformer-table1`` (Nyströmformer, Table 1): one self-attention layer, inference, batch 1; each
+cell is peak memory (MB) / time (ms) with ×-factors to the table's first row (×k = k times less).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from lra.bench.baselines import NAIVE
+from lra.bench.efficiency_measure import NAIVE, BenchConfig, Measurement
+from lra.bench.output import failures
 from lra.provenance import markdown_table
 from lra.published_numbers import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
-
-if TYPE_CHECKING:
-    from lra.bench.efficiency import Measurement
 
 Figures = tuple[float, float] | str  # (memory MB, time ms), or the status of a row without figures
 
 
 @dataclass(frozen=True)
-class PaperRow:
-    """A row of a table: its label (empty: the attention's name), the attention that computes it and
-    the options it is built with."""
-
-    label: str
-    attention: str
-    options: Mapping[str, object]
-
-
-@dataclass(frozen=True)
 class PaperTable:
-    """A published table's setting: its rows, lengths and the efficiency settings that reproduce it."""
+    """A published table's setting: its rows (each an attention with options, named by its label) and
+    the efficiency settings that reproduce it (lengths, scopes, batch, dim, heads)."""
 
     title: str
     stem: str
     setting: str
-    rows: tuple[PaperRow, ...]
-    settings: Mapping[str, object]  # efficiency arguments: lengths, scopes, batch, dim, heads
+    rows: tuple[BenchConfig, ...]
+    settings: Mapping[str, object]
 
 
 PAPER_TABLES = {
@@ -59,33 +42,15 @@ PAPER_TABLES = {
             "Transformer = softmax with QKᵀ materialised (`naive`); the others are this zoo's cores with "
             "their defaults but for the option the label names."
         ),
-        rows=tuple(
-            # the published rows' cores; the Transformer is the naive softmax, as the paper's
-            PaperRow(cost.label, NAIVE if cost.attention == "standard" else cost.attention, cost.options)
+        rows=tuple(  # the published rows' cores; the Transformer is the naive softmax, as the paper's
+            BenchConfig(NAIVE if cost.attention == "standard" else cost.attention, 0, options=cost.options,
+                        label=cost.label)
             for cost in {cost.label: cost for cost in LAYER_COST}.values()
         ),
-        settings={
-            "lengths": LAYER_COST_LENGTHS,
-            "scopes": ["inference"],
-            "batch": 1,
-            "dim": 768,
-            "heads": 12,
-        },
+        settings={"lengths": LAYER_COST_LENGTHS, "scopes": ("inference",), "batch": 1, "dim": 768,
+                  "heads": 12},
     )
-}
-
-
-def published_figures() -> dict[tuple[str, int], Figures]:
-    """Nyströmformer Table 1 (``lra.published_numbers``): (label, n) -> (memory MB, time ms)."""
-    return {(cost.label, cost.seq_len): (cost.memory_mb, cost.time_ms) for cost in LAYER_COST}
-
-
-def measured_figures(rows: Sequence[Measurement]) -> dict[tuple[str, int], Figures]:
-    """(label, n) -> (memory MB, time ms) of the ``ok`` rows, the status of the others."""
-    return {
-        (row.name, row.seq_len): (row.peak_mem_mb, row.time_ms) if row.status == "ok" else row.status
-        for row in rows
-    }
+}  # fmt: skip
 
 
 def _figure(value: float) -> str:
@@ -122,7 +87,7 @@ def layout_table(
 
 def published_section(labels: Sequence[str] | None = None) -> str:
     """The paper's Table 1 in its layout (every label it has, in its order, unless ``labels``)."""
-    figures = published_figures()
+    figures = {(cost.label, cost.seq_len): (cost.memory_mb, cost.time_ms) for cost in LAYER_COST}
     labels = labels or list(dict.fromkeys(label for label, _ in figures))
     lengths = sorted({n for _, n in figures})
     return f"{LAYER_COST_PAPER}:\n\n" + layout_table(figures, labels, lengths, show="{:g}".format)
@@ -133,13 +98,14 @@ def page(
 ) -> tuple[str, list[str], list[str]]:
     """The page: the setting, how it was measured (``notes``), our table, the paper's, the failures."""
     labels = [row.label for row in table.rows]
-    lengths = sorted({row.seq_len for row in rows})
+    figures: dict[tuple[str, int], Figures] = {
+        (row.name, row.seq_len): (row.peak_mem_mb, row.time_ms) if row.status == "ok" else row.status
+        for row in rows
+    }
+    measured = layout_table(figures, labels, sorted({row.seq_len for row in rows}))
     sections = [
-        f"## Measured here ({device_type})\n\n" + layout_table(measured_figures(rows), labels, lengths),
+        f"## Measured here ({device_type})\n\n{measured}",
         "## Published\n\n" + published_section(labels),
     ]
-    failures = [row for row in rows if row.status != "ok"]
-    if failures:
-        lines = [f"- {r.name} n={r.seq_len}: {r.status} ({' '.join(r.detail.split())})" for r in failures]
-        sections.append("Configurations without a figure:\n\n" + "\n".join(lines))
+    sections += failures(rows, lambda r: f"{r.name} n={r.seq_len}")
     return f"{table.title} on {device_type}", [table.setting, *notes], sections

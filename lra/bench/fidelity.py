@@ -1,46 +1,60 @@
 """``python -m lra.bench fidelity``: how close each approximate attention's output is to its exact
-counterpart's (Skyformer, Figure 1).
+counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``).
 
-For every core whose registry entry names the exact attention it ``approximates`` (softmax =
-``standard`` for nystrom, performer, reformer; ``kernelized`` for skyformer), the error of one
-(batch, head) output matrix is the relative spectral norm
-
-    ‖Â − A‖₂ / ‖A‖₂,   Â = approximate core(q, k, v), A = exact core(q, k, v): (seq_len, head_dim),
-
-reported as mean and standard deviation over every (input, batch, head, seed) matrix, against the
-core's budget (its registry ``budget_option``: landmarks, random features) and the sequence length.
-A core without a budget option (reformer) is measured once per length at its defaults.
-
-Inputs are standard normal Q, K, V (``random``), or, with ``--checkpoint``, the Q, K, V that reach
-the attention cores of a trained model on a batch of its task's validation data (``checkpoint``),
-truncated to each length. Cores are built fresh with their default options, except for the
-overrides of ``--set`` (by default the Nyström convolution skip is off: it is a learned term added
-beside the approximation, not part of it). Cores with trainable parameters after these overrides
-(Linformer's projections) are left out: before training their output approximates nothing.
-
-Errors and the sweep: ``lra.bench.fidelity_measure``; checkpoint inputs: ``lra.bench.fidelity_checkpoint``;
-tables and plot: ``lra.bench.fidelity_tables``.
+Cores keep their defaults but for ``--set``; cores with trainable parameters (Linformer's projections)
+approximate nothing untrained and are left out. Writes ``fidelity_cpu.csv``, the page
+``fidelity_cpu.md`` (a table per input source: random, ``--checkpoint``) and the plot ``fidelity_cpu.png``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 import attention_zoo
-from lra.bench.fidelity_checkpoint import checkpoint_core_inputs, truncated_inputs
-from lra.bench.fidelity_measure import measured_cores, random_trials, sweep
-from lra.bench.fidelity_tables import CSV_COLUMNS, page, write_plot
-from lra.bench.output import Outputs
+from lra.bench import fidelity_measure
+from lra.bench.fidelity_measure import FidelityRow
+from lra.bench.output import Outputs, log_log, panel_grid
+from lra.plotting import attention_color, legend_below
+from lra.provenance import markdown_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 HELP = "relative spectral-norm error of approximate attentions against exact ones"
 DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096)
 DEFAULT_BUDGETS = (16, 32, 64, 128, 256)
+# the Nyström convolution skip is a learned term beside the approximation, not part of it
 DEFAULT_OVERRIDES = ("nystrom.conv_kernel_size=None",)
+FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
+CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
+
+
+@dataclass(frozen=True)
+class FidelitySettings:
+    """A run: lengths, budgets, the random inputs, the core options (``overrides`` as given, ``options``
+    parsed: name -> option -> value), the trained model whose Q, K, V are also measured, the output folder."""
+
+    lengths: tuple[int, ...]
+    budgets: tuple[int, ...]
+    seeds: tuple[int, ...]
+    batch: int
+    heads: int
+    head_dim: int
+    overrides: tuple[str, ...]
+    options: dict[str, dict[str, object]]
+    checkpoint: Path | None
+    data_root: Path | None
+    checkpoint_batch: int
+    out: Path
 
 
 def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
@@ -62,47 +76,125 @@ def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
     return overrides
 
 
-def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
-    """Arguments of ``python -m lra.bench fidelity``."""
-    parser.add_argument("--lengths", nargs="+", type=int, default=list(DEFAULT_LENGTHS))
-    parser.add_argument("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--batch", type=int, default=1, help="random inputs per seed")
-    parser.add_argument("--heads", type=int, default=2)
-    parser.add_argument("--head-dim", type=int, default=32)
-    parser.add_argument(
-        "--set",
-        action="append",
-        metavar="NAME.OPTION=VALUE",
-        help=f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})",
-    )
-    parser.add_argument("--checkpoint", type=Path, default=None, help="a Lightning checkpoint of the harness")
-    parser.add_argument("--data-root", type=Path, default=None, help="prepared data root for --checkpoint")
-    parser.add_argument(
-        "--checkpoint-batch", type=int, default=8, help="validation examples for --checkpoint"
-    )
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    return run
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--lengths", nargs="+", type=int, default=list(DEFAULT_LENGTHS))
+    add("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
+    add("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    add("--batch", type=int, default=1, help="random inputs per seed")
+    add("--heads", type=int, default=2)
+    add("--head-dim", type=int, default=32)
+    overrides = f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})"
+    add("--set", action="append", metavar="NAME.OPTION=VALUE", help=overrides)
+    add("--checkpoint", type=Path, help="a Lightning checkpoint of the harness")
+    add("--data-root", type=Path, help="prepared data root for --checkpoint")
+    add("--checkpoint-batch", type=int, default=8, help="validation examples for --checkpoint")
+    add("--out", type=Path, default=Path("results"))
 
 
-def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    args.lengths, args.budgets = sorted(args.lengths), sorted(args.budgets)
-    args.set = args.set or list(DEFAULT_OVERRIDES)
-    overrides = parse_overrides(args.set)
-    outputs = Outputs.start(args.out, "fidelity", torch.device("cpu"), ["fidelity", *argv])
-    names, left_out = measured_cores(overrides, args.head_dim, args.heads)
-    sweep_args = (names, overrides, args.lengths, args.budgets)
-    rows = sweep(
-        *sweep_args,
-        lambda n: random_trials(n, args.batch, args.heads, args.head_dim, args.seeds),
-        "random",
-    )
-    if args.checkpoint is not None:
-        captured = checkpoint_core_inputs(args.checkpoint, args.data_root, args.checkpoint_batch)
-        rows += sweep(
-            *sweep_args, lambda n: [(qkv, args.seeds) for qkv in truncated_inputs(captured, n)], "checkpoint"
+def settings_from(args: argparse.Namespace) -> FidelitySettings:
+    overrides = tuple(args.set or DEFAULT_OVERRIDES)
+    return FidelitySettings(
+        tuple(sorted(args.lengths)), tuple(sorted(args.budgets)), tuple(args.seeds), args.batch, args.heads,
+        args.head_dim, overrides, parse_overrides(overrides), args.checkpoint, args.data_root,
+        args.checkpoint_batch, args.out,
+    )  # fmt: skip
+
+
+def run(settings: FidelitySettings, argv: Sequence[str]) -> None:
+    outputs = Outputs.start(settings.out, "fidelity", torch.device("cpu"), ["fidelity", *argv])
+    names, left_out = fidelity_measure.measured_cores(settings.options, settings.head_dim, settings.heads)
+    sweep = partial(fidelity_measure.sweep, names, settings.options, settings.lengths, settings.budgets)
+    shape = (settings.batch, settings.heads, settings.head_dim)
+    rows = sweep(lambda n: fidelity_measure.random_trials(n, *shape, settings.seeds), "random")
+    if settings.checkpoint is not None:
+        captured = fidelity_measure.checkpoint_core_inputs(
+            settings.checkpoint, settings.data_root, settings.checkpoint_batch
         )
+        rows += sweep(lambda n: fidelity_measure.checkpoint_trials(captured, n, settings.seeds), "checkpoint")
     outputs.write_csv(CSV_COLUMNS, rows)
-    outputs.write_page(*page(rows, args, left_out))
-    write_plot(outputs, rows, args)
+    outputs.write_page(*page(rows, settings, left_out))
+    seeds = ",".join(map(str, settings.seeds))
+    where = f"cpu, {settings.heads} heads of dim {settings.head_dim}, batch {settings.batch}, seeds {seeds}"
+    outputs.write_figure(fidelity_figure(rows, settings.lengths, settings.budgets, where))
     outputs.announce("csv,md,png")
+
+
+def source_tables(rows: Sequence[FidelityRow], lengths: Sequence[int]) -> str:
+    """Markdown: rows = core and budget, columns = lengths, cells = mean ± std of the error."""
+    cells = {(r.attention, r.budget, r.seq_len): f"{r.error_mean:.3f} ± {r.error_std:.3f}" for r in rows}
+    keys = list(dict.fromkeys((r.attention, r.exact, r.budget_option, r.budget) for r in rows))
+    body = [
+        [f"{name} vs {exact}", f"{option}={budget}" if option else "defaults",
+         *(cells.get((name, budget, n), "") for n in lengths)]
+        for name, exact, option, budget in keys
+    ]  # fmt: skip
+    return markdown_table(["attention", "budget", *(f"n={n}" for n in lengths)], body)
+
+
+def page(
+    rows: Sequence[FidelityRow], settings: FidelitySettings, left_out: Sequence[str]
+) -> tuple[str, list[str], list[str], list[str]]:
+    """The page's title, paragraph, sections (the cores left out, one table per input source) and notes."""
+    paragraph = (
+        "Relative spectral-norm error ‖Â − A‖₂ / ‖A‖₂ of each approximate core's output Â against its exact "
+        f"counterpart's A, per (batch, head) matrix of shape (seq_len, {settings.head_dim}), "
+        f"{settings.heads} heads, mean ± std over inputs × batch × heads × seeds {list(settings.seeds)}. "
+        f"Random inputs: standard normal Q, K, V, batch {settings.batch}, one draw per seed. Options other "
+        f"than the budget: paper defaults, with overrides {list(settings.overrides)}."
+    )
+    checkpoint = f"`{settings.checkpoint}` (Q, K, V of every attention layer on a validation batch)"
+    notes = [f"- checkpoint: {checkpoint}"] if settings.checkpoint else []
+    sections = ["\n".join(["Left out:", *(f"- {note}" for note in left_out)])] if left_out else []
+    for source in dict.fromkeys(row.source for row in rows):
+        table = source_tables([r for r in rows if r.source == source], settings.lengths)
+        sections.append(f"## {source} inputs\n\n{table}")
+    return "Fidelity on cpu", [paragraph], sections, notes
+
+
+def fidelity_figure(
+    rows: Sequence[FidelityRow], lengths: Sequence[int], budgets: Sequence[int], where: str
+) -> Figure:
+    """Log–log, a row of panels per input source: error (mean ± std) against budget at the longest length,
+    error against length at the middle budget (a core without a budget: dashed, its defaults)."""
+    rows = [r for r in rows if math.isfinite(r.error_mean) and r.error_mean > 0]  # log axes
+    sources = list(dict.fromkeys(row.source for row in rows))
+    names = list(dict.fromkeys(row.attention for row in rows))
+    labels = {
+        name: f"{name} vs {exact}" + (" (no budget: defaults)" if budget is None else "")
+        for name, exact, budget in ((r.attention, r.exact, r.budget) for r in rows)
+    }
+    title = f"Relative spectral-norm error of approximate attention outputs ({where})"
+    fig, axes = panel_grid(max(len(sources), 1), title)
+    middle = sorted(budgets)[len(budgets) // 2]
+    for source, (ax_budget, ax_length) in zip(sources, axes, strict=False):
+        mine = [r for r in rows if r.source == source]
+        longest = max(r.seq_len for r in mine)
+        for name in names:
+            color = attention_color(name)
+            at_longest = sorted(
+                (r for r in mine if r.attention == name and r.seq_len == longest), key=lambda r: r.budget or 0
+            )
+            if at_longest and at_longest[0].budget is None:  # no budget option: a level line
+                ax_budget.axhline(at_longest[0].error_mean, color=color, linestyle="--", label=labels[name])
+            elif at_longest:
+                ax_budget.errorbar(
+                    [r.budget for r in at_longest], [r.error_mean for r in at_longest],
+                    yerr=[r.error_std for r in at_longest], capsize=3, label=labels[name], color=color,
+                    marker="o", markersize=4,
+                )  # fmt: skip
+            along = sorted(
+                (r for r in mine if r.attention == name and r.budget in (middle, None)),
+                key=lambda r: r.seq_len,
+            )
+            ax_length.plot(
+                [r.seq_len for r in along], [r.error_mean for r in along], label=labels[name], color=color,
+                marker="o", markersize=4, linestyle="--" if along and along[0].budget is None else "-",
+            )  # fmt: skip
+        ax_budget.set(xlabel="budget (landmarks / random features)", title=f"{source} inputs, n = {longest}")
+        ax_length.set(xlabel="sequence length", title=f"{source} inputs, budget = {middle}")
+        for ax, ticks in ((ax_budget, budgets), (ax_length, lengths)):
+            ax.set(ylabel="relative error ‖Â − A‖₂ / ‖A‖₂")
+            log_log(ax, ticks)
+    legend_below(fig, list(axes.flat), max_columns=4)
+    return fig

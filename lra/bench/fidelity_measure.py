@@ -1,20 +1,26 @@
-"""Measuring the fidelity benchmark (``lra.bench.fidelity``): one ``FidelityRow`` per core, budget,
-length and input source, the mean and std of ‖Â − A‖₂ / ‖A‖₂ over its matrices."""
+"""What the fidelity benchmark measures: one ``FidelityRow`` per core, budget, length and input source,
+the mean and std of ‖Â − A‖₂ / ‖A‖₂ over its matrices. Inputs are standard normal Q, K, V per seed, or
+the Q, K, V (and mask) that reach each attention core of a trained harness checkpoint on a batch of its
+task's validation data, truncated to each length."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import torch
 
 import attention_zoo
-from lra.bench.isolation import Runner
+from lra.bench.measuring import run_all
+from lra.summary_json import SUMMARY_FILE
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # each (batch, heads, seq, head_dim)
 Trial = tuple[QKV, list[int]]  # inputs and the seeds of the cores' own randomness to run them under
+Captured = list[tuple[QKV, torch.Tensor | None]]  # per attention layer: q, k, v and the mask (batch, seq)
 
 
 @dataclass(frozen=True)
@@ -38,21 +44,15 @@ def relative_spectral_error(approx: torch.Tensor, exact: torch.Tensor) -> torch.
     return difference / torch.linalg.matrix_norm(exact.double(), ord=2)
 
 
-def trainable_parameters(name: str, options: dict[str, object], head_dim: int, num_heads: int) -> int:
-    core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=num_heads, seq_len=64, **options)
-    return sum(p.numel() for p in core.parameters() if p.requires_grad)
-
-
 def measured_cores(
-    overrides: dict[str, dict[str, object]], head_dim: int, num_heads: int
+    overrides: dict[str, dict[str, object]], head_dim: int, heads: int
 ) -> tuple[list[str], list[str]]:
-    """(approximate cores to measure, notes on the approximate cores left out and why)."""
+    """(approximate cores to measure, notes on those left out: cores with trainable parameters)."""
     measured, left_out = [], []
-    for name in attention_zoo.available():
-        if attention_zoo.spec(name).approximates is None:
-            continue
-        count = trainable_parameters(name, overrides.get(name, {}), head_dim, num_heads)
-        if count:
+    for name in [name for name in attention_zoo.available() if attention_zoo.spec(name).approximates]:
+        options = overrides.get(name, {})
+        core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=heads, seq_len=64, **options)
+        if count := sum(p.numel() for p in core.parameters() if p.requires_grad):
             left_out.append(
                 f"`{name}`: {count} trainable parameters at seq_len 64 (learned, not a fixed approximation)"
             )
@@ -131,9 +131,70 @@ def sweep(
         for name in names:
             option = attention_zoo.spec(name).budget_option
             configs = [(name, b) for b in budgets if b <= seq_len] if option else [(name, None)]
-            runner = Runner(
-                partial(measure, options=overrides.get(name, {}), trials=trials, source=source),
-                format_progress,
-            )
-            rows += runner.run_all(configs)
+            measure_one = partial(measure, options=overrides.get(name, {}), trials=trials, source=source)
+            rows += run_all(configs, measure_one, format_progress)
     return rows
+
+
+def run_config(checkpoint: Path) -> dict:
+    """The resolved config of the run that wrote ``checkpoint``, from the run folder's summary.json."""
+    for folder in (checkpoint.parent, checkpoint.parent.parent):
+        if (folder / SUMMARY_FILE).is_file():
+            return json.loads((folder / SUMMARY_FILE).read_text())["config"]
+    raise FileNotFoundError(
+        f"no summary.json beside {checkpoint} or in its run folder: --checkpoint takes the "
+        "<run folder>/checkpoints/best.ckpt that `python -m lra` writes (its config comes from summary.json)"
+    )
+
+
+def checkpoint_core_inputs(checkpoint: Path, data_root: Path | None, count: int) -> Captured:
+    """Q, K, V and mask reaching every attention core of a trained harness model, in call order, on
+    ``count`` validation inputs."""
+    from omegaconf import OmegaConf
+
+    from lra.train import build_datamodule, build_module
+
+    if not checkpoint.is_file():
+        raise FileNotFoundError(f"checkpoint {checkpoint} not found; train with `python -m lra ...` first")
+    cfg = OmegaConf.create(run_config(checkpoint))
+    overrides = {"task.batch_size": count, "num_workers": 0, "model.compile": False}
+    if data_root is not None:
+        overrides["data_root"] = str(data_root)
+    for key, value in overrides.items():
+        OmegaConf.update(cfg, key, value)
+    module = build_module(cfg)
+    module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"])
+    datamodule = build_datamodule(cfg)
+    datamodule.setup("validate")
+    tokens, lengths, _ = next(iter(datamodule.val_dataloader()))
+    captured: Captured = []
+
+    def hook(core: torch.nn.Module, args: tuple) -> None:
+        q, k, v, *rest = args
+        captured.append(((q.detach(), k.detach(), v.detach()), rest[0] if rest else None))
+
+    layers = [
+        layer for layer in module.model.modules() if isinstance(layer, attention_zoo.MultiHeadSelfAttention)
+    ]
+    if not layers:
+        raise ValueError(
+            "the model has no attention_zoo.MultiHeadSelfAttention layer to capture Q, K, V from"
+        )
+    handles = [layer.core.register_forward_pre_hook(hook) for layer in layers]
+    with torch.no_grad():
+        module.model.eval()(tokens, lengths)
+    for handle in handles:
+        handle.remove()
+    return captured
+
+
+def checkpoint_trials(captured: Captured, seq_len: int, seeds: Sequence[int]) -> list[Trial]:
+    """Per captured layer, the first ``seq_len`` positions of its sequences with at least that many real
+    tokens, (eligible, heads, seq_len, head_dim) each, under every seed; a layer without one is dropped."""
+    trials = []
+    for (q, k, v), mask in captured:
+        lengths = mask.sum(-1) if mask is not None else torch.full((q.shape[0],), q.shape[2])
+        keep = lengths >= seq_len
+        if keep.any():
+            trials.append((tuple(t[keep, :, :seq_len].float() for t in (q, k, v)), list(seeds)))
+    return trials

@@ -1,24 +1,24 @@
-"""The one writer of every benchmark: ``<out>/<benchmark>_<device>.{csv,md,png}`` with their provenance.
-
-``Outputs.start`` captures where and when the run is measured (``lra.provenance``: the machine, the
-load, the command that reruns it) before any measurement changes torch's thread count. A benchmark
-then hands it its rows with the CSV columns (attribute name -> format), and its page as paragraphs and
-sections; every page reads: the title, the paragraphs, the provenance lines, the sections.
+"""The one writer of every benchmark: ``<out>/<benchmark>_<device>.{csv,md,png}`` with their provenance
+(``lra.provenance``: the machine, the load, the command that reruns it, taken before any measurement).
+Every page reads: the title, the paragraphs, the provenance lines, the sections. Figures are grids of
+log–log panels (``panel_grid``, ``log_log``).
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lra.plotting import save_figure
+from lra.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
 from lra.provenance import machine_description, rerun_command
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
@@ -27,12 +27,26 @@ def number(value: float | None, fmt: str) -> str:
     return "" if value is None else format(value, fmt)
 
 
-def write_csv(path: Path, columns: Mapping[str, str], rows: Iterable[object]) -> None:
-    """One line per row: the attribute of each column formatted with its format spec, ``\\n`` endings."""
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([number(getattr(row, name), fmt) for name, fmt in columns.items()] for row in rows)
+def failures(rows: Iterable[Any], name: Callable[[Any], str]) -> list[str]:
+    """A page section: a line per row that is not ``ok`` (its ``name(row)``, status and detail)."""
+    lines = [f"- {name(r)}: {r.status} ({' '.join(r.detail.split())})" for r in rows if r.status != "ok"]
+    return ["Configurations without a figure:\n\n" + "\n".join(lines)] if lines else []
+
+
+def panel_grid(rows: int, title: str) -> tuple[Figure, np.ndarray]:
+    """A figure of ``rows`` × 2 panels (constrained layout) under ``title``."""
+    size = (11, 3.6 * rows + 1.2)
+    fig, axes = agg_pyplot().subplots(rows, 2, figsize=size, squeeze=False, layout="constrained")
+    fig.suptitle(title, fontsize=11)
+    return fig, axes
+
+
+def log_log(ax: Axes, ticks: Sequence[float]) -> None:
+    """Log axes with x ticks at ``ticks`` (a panel with data), and a grid."""
+    if ax.has_data():
+        log_axis_at(ax, "x", ticks)
+        log_axis(ax, "y")
+    ax.grid(True, which="both", alpha=0.3)
 
 
 @dataclass(frozen=True)
@@ -48,16 +62,20 @@ class Outputs:
         """``<benchmark>_<device type>`` in ``folder`` (created), the machine as it is now and the
         command ``python -m lra.bench ARGV``."""
         folder.mkdir(parents=True, exist_ok=True)
-        command = rerun_command("lra.bench", argv)
-        return cls(
-            folder, f"{benchmark}_{device.type}", [*machine_description(device), f"- command: `{command}`"]
-        )
+        command = f"- command: `{rerun_command('lra.bench', argv)}`"
+        return cls(folder, f"{benchmark}_{device.type}", [*machine_description(device), command])
 
     def path(self, suffix: str) -> Path:
         return self.folder / f"{self.stem}{suffix}"
 
     def write_csv(self, columns: Mapping[str, str], rows: Iterable[object], suffix: str = ".csv") -> None:
-        write_csv(self.path(suffix), columns, rows)
+        """One line per row: the attribute of each column formatted with its format spec."""
+        with self.path(suffix).open("w", newline="") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(columns)
+            writer.writerows(
+                [number(getattr(row, name), fmt) for name, fmt in columns.items()] for row in rows
+            )
 
     def write_page(
         self, title: str, paragraphs: Sequence[str], sections: Sequence[str], notes: Sequence[str] = ()

@@ -1,197 +1,157 @@
-"""``python -m lra.bench train-speed``: how long a full harness training step takes per task × attention.
-
-For each task at its real shape (batch size, sequence length, two documents for retrieval) and each
-attention, the module of ``python -m lra task=T attention=A [--overrides ...]`` is built from the
-composed Hydra config and trained on a random batch of that shape (``lra.bench.train_step``); the
-median of ``--steps`` timed steps after ``--warmup`` untimed ones is projected to the config's
-``trainer.max_steps`` (50k) and put beside the Skyformer paper's Table 2 (hours on one V100). CUDA:
-synchronised timing, ``max_memory_allocated``; CPU: wall time, peak RSS, few steps by default (a step
-at these shapes takes seconds). Like the efficiency benchmark, each CPU configuration runs in a fresh
-subprocess by default (``lra.bench.isolation``), so that one that runs out of memory or time is a row
-(``oom``, ``timeout``), not a crash; its C heap is set up as the training job sets its own
-(``steady_heap``). Table and page: ``lra.bench.train_speed_table``.
+"""``python -m lra.bench train-speed``: how long a full harness training step takes per task × attention
+(``lra.bench.train_speed_measure``), projected to the config's ``trainer.max_steps`` beside the Skyformer
+paper's Table 2. Writes ``train_speed_<device>.csv`` and the page ``train_speed_<device>.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import torch
-from hydra.errors import HydraException
-from omegaconf import DictConfig
-from omegaconf.errors import OmegaConfBaseException
-
 import attention_zoo
-from lra.bench.isolation import add_run_arguments, isolated_runner
-from lra.bench.output import Outputs
-from lra.bench.timing import Failure, StepTimes, default_device, measure_step
-from lra.bench.train_speed_table import CSV_COLUMNS, page, paper_hours
-from lra.bench.train_step import HarnessStep, documents, job_config, precision
-from lra.checks import check_config
-from lra.memory import keep_freed_heap
-from lra.published_numbers import TASKS
+from lra.bench import train_speed_measure
+from lra.bench.measuring import PROBES, Isolation, add_run_arguments, run_all
+from lra.bench.output import Outputs, failures, number
+from lra.bench.train_speed_measure import TrainSpeedRow, paper_hours
+from lra.provenance import markdown_table
+from lra.published_numbers import RUN_COST_PAPER, TASKS
 
 HELP = "median full training step per task × attention, projected to a run, beside Skyformer Table 2"
 # device type -> (timed steps, warm-up steps) when --steps / --warmup are not given
 DEFAULT_STEPS = {"cpu": (3, 1), "cuda": (20, 5)}
+CSV_COLUMNS = {
+    "task": "", "attention": "", "batch": "", "seq_len": "", "documents": "", "step_ms": ".1f",
+    "samples_per_s": ".3f", "projected_hours": ".3f", "run_steps": "", "paper_hours": ".2f",
+    "peak_mem_mb": ".1f", "status": "", "load_1min": ".2f",
+}  # fmt: skip
+REFERENCE = "standard"  # the attention whose step time the others are compared with
+PRECISION_NOTE = (
+    "precision: the composed config's `trainer.precision` ({}), as Lightning applies it: `bf16-mixed` "
+    "(`16-mixed`) = bf16 (fp16) autocast around `training_step`, `32-true` = 32-bit"
+)
+CPU_NOTE = (
+    "On a CPU the projected hours are for comparison only: the paper's are GPU hours, and a CPU step at "
+    "these shapes is one to three orders of magnitude slower. Compare the ratios to `standard` "
+    "(ours / the paper's), not the hours."
+)
 
 
 @dataclass(frozen=True)
-class TrainSpeedConfig:
-    """One measured configuration: ``python -m lra task=TASK attention=ATTENTION OVERRIDES``, timed."""
+class TrainSpeedSettings:
+    """A run: every task × attention, ``steps`` timed after ``warmup`` untimed, with the Hydra
+    ``overrides`` of every configuration, where (``run``) and the output folder."""
 
-    task: str
-    attention: str
-    overrides: tuple[str, ...] = ()
-    device: str = "cpu"
-    warmup: int = 1
-    steps: int = 3
-    threads: int | None = None
-
-    def compose(self) -> DictConfig:
-        """The composed job config (``lra.bench.train_step.job_config``) of a run on ``device``: the
-        trainer's accelerator is the device's (``cpu`` or ``gpu``, so that its default precision is
-        the one such a run gets) unless an override sets it."""
-        accelerator = "gpu" if torch.device(self.device).type == "cuda" else "cpu"
-        return job_config(self.task, self.attention, [f"trainer.accelerator={accelerator}", *self.overrides])
-
-    def compose_checked(self) -> DictConfig:
-        """``compose`` after the harness's own checks; a ``ValueError`` says what is wrong."""
-        try:
-            cfg = self.compose()
-        except (HydraException, OmegaConfBaseException) as error:
-            message = str(error).split("\nConfig search path")[0]  # Hydra appends its search path
-            raise ValueError(f"task={self.task} attention={self.attention}: {message}") from None
-        check_config(cfg)  # a ConfigError (a ValueError) naming the key
-        precision(cfg, torch.device(self.device))  # a ValueError for a precision not measured here
-        return cfg
+    tasks: tuple[str, ...]
+    attentions: tuple[str, ...]
+    steps: int
+    warmup: int
+    overrides: tuple[str, ...]
+    run: Isolation
+    out: Path
 
 
-@dataclass(frozen=True)
-class TrainSpeedRow:
-    """One CSV row; ``run_steps`` is the config's ``trainer.max_steps``, the run the projection is for."""
-
-    task: str
-    attention: str
-    batch: int
-    seq_len: int
-    documents: int
-    run_steps: int
-    step_ms: float | None
-    peak_mem_mb: float | None
-    status: str
-    detail: str = ""
-    timed_steps: int = 0
-    load_1min: float | None = None  # the machine's load average when the measurement started
-    precision: str = ""  # the config's trainer.precision, which the step ran under
-
-    @property
-    def samples_per_s(self) -> float | None:
-        """Examples (pairs of documents for retrieval) per second at the median step."""
-        return None if self.step_ms is None else 1000 * self.batch / self.step_ms
-
-    @property
-    def projected_hours(self) -> float | None:
-        """The median step × ``run_steps``, in hours (training steps only: no evaluation, no data loading)."""
-        return None if self.step_ms is None else self.step_ms * self.run_steps / 3_600_000
-
-    @property
-    def paper_hours(self) -> float | None:
-        """Skyformer Table 2's hours for this task × attention (whole run, one V100), where it has them."""
-        return paper_hours(self.attention, self.task)
+def ratio_to_reference(row: TrainSpeedRow, rows: Sequence[TrainSpeedRow]) -> str:
+    """``ours / paper``: this attention's step time ÷ ``standard``'s on the same task, and Table 2's."""
+    reference = next((r for r in rows if r.task == row.task and r.attention == REFERENCE), None)
+    measured = row.step_ms is not None and reference is not None and reference.step_ms is not None
+    ours = f"{row.step_ms / reference.step_ms:.2f}" if measured else "—"
+    mine, theirs = paper_hours(row.attention, row.task), paper_hours(REFERENCE, row.task)
+    paper = f"{mine / theirs:.2f}" if mine is not None and theirs is not None else "—"
+    return f"{ours} / {paper}"
 
 
-def row_for(
-    config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failure, load_1min: float
-) -> TrainSpeedRow:
-    """The row of ``config`` (its shape from the composed ``cfg``) with ``result``'s figures or failure."""
-    shape = (config.task, config.attention, cfg.task.batch_size, cfg.task.seq_len, documents(cfg.task))
-    notes = {"load_1min": load_1min, "precision": str(cfg.trainer.precision)}
-    if isinstance(result, Failure):
-        return TrainSpeedRow(*shape, cfg.trainer.max_steps, None, None, result.status, result.detail, **notes)
-    return TrainSpeedRow(
-        *shape, cfg.trainer.max_steps, result.median_ms, result.peak_mb, "ok",
-        timed_steps=len(result.times_ms), **notes,
-    )  # fmt: skip
+def speed_table(rows: Sequence[TrainSpeedRow]) -> str:
+    """Markdown: one line per task × attention, our figures beside Table 2's."""
+    header = [
+        "task", "attention", "batch × length", "step (ms, median)", "samples/s",
+        f"projected h ({rows[0].run_steps} steps)" if rows else "projected h",
+        "Table 2 h (V100)", f"step ÷ `{REFERENCE}`'s: ours / Table 2", "peak memory (MB)",
+        "Table 2 peak (GB)", "load (1 min)",
+    ]  # fmt: skip
+
+    def cell(row: TrainSpeedRow, value: float | None, fmt: str) -> str:
+        return row.status if row.status != "ok" else number(value, fmt)
+
+    body = [
+        [r.task, r.attention, f"{r.batch} × {r.seq_len}" + (f" × {r.documents}" if r.documents > 1 else ""),
+         cell(r, r.step_ms, ".0f"), cell(r, r.samples_per_s, ".2f"), cell(r, r.projected_hours, ".1f"),
+         number(r.paper_hours, ".2f") or "—", ratio_to_reference(r, rows),
+         cell(r, r.peak_mem_mb, ".0f"), number(r.paper_peak_gb, ".2f") or "—",
+         number(r.load_1min, ".1f")]
+        for r in rows
+    ]  # fmt: skip
+    return markdown_table(header, body)
 
 
-def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
-    """Build ``config``'s module, run ``warmup`` steps, then the median of ``steps`` timed ones."""
-    load_1min = os.getloadavg()[0]
-    device = torch.device(config.device)
-    cfg = config.compose()
-    if cfg.steady_heap:  # as the training job sets its process up
-        keep_freed_heap()
-    result = measure_step(
-        partial(HarnessStep.build, cfg, device),
-        device,
-        warmup=config.warmup,
-        repeats=config.steps,
-        threads=config.threads,
+def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[str, list[str], list[str]]:
+    """The page's title, paragraphs and sections (the table, the configurations without a figure)."""
+    overrides = " ".join(f"`{o}`" for o in settings.overrides) or "none"
+    device = settings.run.device.type
+    paragraphs = [
+        "Per task at its real shape (batch × sequence length, × 2 documents for retrieval) and attention: "
+        "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
+        "clipping as configured, optimizer and scheduler step; the module built from the composed Hydra "
+        f"config by `lra.train.build_module`) over {settings.steps} timed step(s) after {settings.warmup} "
+        f"warm-up step(s), on a random batch with every position a real token; "
+        + PRECISION_NOTE.format(", ".join(sorted({f"`{r.precision}`" for r in rows})))
+        + ". "
+        "Projected hours = median step × the config's `trainer.max_steps` / 3600: training steps only "
+        f"(no evaluation, no data loading). Beside them, {RUN_COST_PAPER}, evaluation included.",
+        *([CPU_NOTE] if device == "cpu" else []),
+        f"Memory: {PROBES[device].method} above the memory after the module and the batch were built "
+        "(optimizer state, activations, gradients and the one-time costs of the first step count). "
+        f"{settings.run.note()}. Hydra overrides: {overrides}. Load: the machine's 1-minute load average "
+        "when each configuration started; the benchmark's own torch threads (of the configuration before) "
+        "count in it, so a figure well above their number means other work shared the CPU and inflated "
+        "the time.",
+    ]
+    sections = [speed_table(rows), *failures(rows, lambda r: f"{r.task} × `{r.attention}`")]
+    return f"Training speed on {device}", paragraphs, sections
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--tasks", nargs="+", default=list(TASKS))
+    add("--attentions", nargs="+", help="default: every registered attention")
+    add("--steps", type=int, help="timed steps (default: 3 on CPU, 20 on CUDA)")
+    add("--warmup", type=int, help="untimed steps first (default: 1 CPU, 5 CUDA)")
+    overrides = (
+        "Hydra overrides of every configuration (e.g. experiment=skyformer features=128 task.seq_len=256)"
     )
-    return row_for(config, cfg, result, load_1min)
-
-
-def failed(config: TrainSpeedConfig, failure: Failure) -> TrainSpeedRow:
-    """The row of a configuration whose subprocess gave no result; its load is the one at its end."""
-    return row_for(config, config.compose(), failure, os.getloadavg()[0])
-
-
-def format_progress(row: TrainSpeedRow) -> str:
-    figures = (
-        f"{row.step_ms:9.1f} ms/step {row.samples_per_s:8.1f} samples/s {row.projected_hours:8.2f} h "
-        f"{row.peak_mem_mb:9.1f} MB ({row.timed_steps} timed)"
-        if row.status == "ok"
-        else f"{row.status.upper()} {row.detail}"
-    )
-    where = f"[{row.task:10}] {row.attention:10} batch={row.batch} n={row.seq_len}×{row.documents}"
-    return f"{where}, load {row.load_1min:.1f}: {figures}"
-
-
-def configure(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace, Sequence[str]], None]:
-    """Arguments of ``python -m lra.bench train-speed``."""
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
-    parser.add_argument("--attentions", nargs="+", default=None, help="default: every registered attention")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps (default: 3 on CPU, 20 on CUDA)")
-    parser.add_argument(
-        "--warmup", type=int, default=None, help="untimed steps first (default: 1 CPU, 5 CUDA)"
-    )
-    parser.add_argument(
-        "--overrides",
-        nargs="+",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra Hydra overrides of every configuration, as `python -m lra` takes them "
-        "(e.g. experiment=skyformer features=128 task.seq_len=256)",
-    )
+    add("--overrides", nargs="+", default=[], metavar="KEY=VALUE", help=overrides)
     add_run_arguments(parser, timeout_s=900)
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    return run
+    add("--out", type=Path, default=Path("results"))
 
 
-def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    device = default_device(args.device)
-    steps, warmup = DEFAULT_STEPS[device.type]
-    args.steps = steps if args.steps is None else args.steps
-    args.warmup = warmup if args.warmup is None else args.warmup
-    if args.steps < 1 or args.warmup < 0:
-        raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {args.steps} and {args.warmup}")
+def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
+    run = Isolation.from_args(args)
+    default_steps, default_warmup = DEFAULT_STEPS[run.device.type]
+    steps = default_steps if args.steps is None else args.steps
+    warmup = default_warmup if args.warmup is None else args.warmup
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}")
+    attentions = tuple(args.attentions or attention_zoo.available())
+    return TrainSpeedSettings(
+        tuple(args.tasks), attentions, steps, warmup, tuple(args.overrides), run, args.out
+    )
+
+
+def run(settings: TrainSpeedSettings, argv: Sequence[str]) -> None:
+    device = settings.run.device
+    timing = (str(device), settings.warmup, settings.steps)
     configs = [
-        TrainSpeedConfig(
-            task, attention, tuple(args.overrides), str(device), args.warmup, args.steps, args.threads
-        )
-        for task in args.tasks
-        for attention in args.attentions or attention_zoo.available()
+        train_speed_measure.TrainSpeedConfig(task, attention, settings.overrides, *timing)
+        for task in settings.tasks
+        for attention in settings.attentions
     ]
     for config in configs:  # a bad task, attention or override is a usage error before anything runs
         config.compose_checked()
-    outputs = Outputs.start(args.out, "train_speed", device, ["train-speed", *argv])
-    rows = isolated_runner(args, device, measure, format_progress, failed).run_all(configs)
+    outputs = Outputs.start(settings.out, "train_speed", device, ["train-speed", *argv])
+    run_one = partial(settings.run.measure, train_speed_measure.measure, train_speed_measure.failed)
+    rows = run_all(configs, run_one, train_speed_measure.format_progress)
     outputs.write_csv(CSV_COLUMNS, rows)
-    outputs.write_page(*page(rows, args, device))
+    outputs.write_page(*page(rows, settings))
     outputs.announce("csv,md")

@@ -1,11 +1,15 @@
 """The report's section on hyperparameter searches: one subsection per Optuna study (``hparams_search=lra``).
 
-Each study found in an ``optuna.db`` under the runs folder (or in a given storage) gets its best
-val/acc_best and parameters, its trials completed / failed / interrupted / running, and two plots from
-Optuna's own matplotlib visualisation: the optimisation history and the parameter importances (mean
-decrease in impurity of a random forest over the completed trials)::
+Each study found in an ``optuna.db`` or ``*.journal`` file under the runs folder (or in a given
+storage) gets its best val/acc_best and parameters, its trials completed / failed / interrupted /
+running, and two plots from Optuna's own matplotlib visualisation: the optimisation history and the
+parameter importances (PED-ANOVA: how far each parameter's values among the best completed trials,
+Optuna's default top 10%, stray from its values among all of them; no scikit-learn needed)::
 
-    python -m lra.report.studies --runs multirun --out results/studies [--storage postgresql://...]
+    python -m lra.report.studies --runs multirun --out results/studies [--storage postgresql+psycopg://...]
+
+Without the ``search`` extra, or with a storage that cannot be opened, the section says so in one line
+and the rest of the report is written.
 """
 
 from __future__ import annotations
@@ -13,23 +17,20 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
+from lra.errors import ConfigError
+from lra.extras import SEARCH, require
 from lra.plotting import agg_pyplot, save_figure
 from lra.provenance import markdown_table, rerun_command
-from lra.search.study import STUDY_FILE, trial_counts
+from lra.search.study import study_files
 
 OBJECTIVE = "val/acc_best"
-IMPORTANCE_SEED = 0
-
-
-def sqlite_storages(root: Path) -> list[str]:
-    """The SQLAlchemy URL of every ``optuna.db`` under ``root``, in path order."""
-    return [f"sqlite:///{path}" for path in sorted(root.rglob(STUDY_FILE))]
+TITLE_WIDTH = 70  # characters of a plot title's line at fontsize 9 over the axes of a 7-inch figure
 
 
 def file_stem(study_name: str) -> str:
@@ -38,8 +39,11 @@ def file_stem(study_name: str) -> str:
 
 
 def save_plot(ax: Any, path: Path, title: str) -> Path:
+    """Save Optuna's plot ``ax`` with ``title`` (wrapped to the figure's width) in place of its own."""
     figure = ax.get_figure()
-    ax.set_title(title, fontsize=9)
+    for side in ("left", "right"):  # Optuna titles its importance plot on the left
+        ax.set_title("", loc=side)
+    ax.set_title("\n".join(textwrap.fill(line, TITLE_WIDTH) for line in title.splitlines()), fontsize=9)
     figure.set_size_inches(7, 4)
     figure.tight_layout()
     (written,) = save_figure(figure, path, formats=(".png",))
@@ -49,33 +53,33 @@ def save_plot(ax: Any, path: Path, title: str) -> Path:
 def study_plots(study: Any, out_dir: Path) -> dict[str, Path]:
     """Optuna's optimisation-history and parameter-importance plots of ``study`` as PNGs in ``out_dir``;
     the importance plot only with 2 or more completed trials."""
-    import matplotlib
-
     agg_pyplot()
     import optuna
     from optuna.visualization import matplotlib as optuna_plots
+
+    from lra.search.trials import trial_counts
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = file_stem(study.study_name)
     plots: dict[str, Path] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # Trials that all tie (short trials often do) give equal importances, which the plot shows.
+        warnings.filterwarnings("ignore", message=".*importances will be equal")
         history = optuna_plots.plot_optimization_history(study, target_name=OBJECTIVE)
         plots["optimisation history"] = save_plot(
             history, out_dir / f"{stem}-history.png", f"{study.study_name}\noptimisation history"
         )
         completed = trial_counts(study.get_trials(deepcopy=False))["completed"]
         if completed >= 2:
-            evaluator = optuna.importance.MeanDecreaseImpurityImportanceEvaluator(seed=IMPORTANCE_SEED)
-            # Optuna 2.10's importance plot calls matplotlib.cm.get_cmap, which matplotlib 3.11 no longer has.
-            with mock.patch("matplotlib.cm.get_cmap", matplotlib.colormaps.get_cmap, create=True):
-                importance = optuna_plots.plot_param_importances(
-                    study, evaluator=evaluator, target_name=OBJECTIVE
-                )
+            evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+            importance = optuna_plots.plot_param_importances(
+                study, evaluator=evaluator, target_name=OBJECTIVE
+            )
             plots["parameter importance"] = save_plot(
                 importance,
                 out_dir / f"{stem}-importance.png",
-                f"{study.study_name}\nparameter importance (mean decrease in impurity, {completed} trials)",
+                f"{study.study_name}\nparameter importance (PED-ANOVA, {completed} trials)",
             )
     return plots
 
@@ -85,12 +89,15 @@ def format_param(value: Any) -> str:
 
 
 def study_markdown(study: Any, storage: str, plots: dict[str, Path], out_dir: Path) -> str:
+    from lra.search.trials import trial_counts
+
     counts = trial_counts(study.get_trials(deepcopy=False))
+    skipped = f", {counts['skipped']} asked past n_trials and not run" if counts["skipped"] else ""
     lines = [
         f"### Study `{study.study_name}`",
         "",
         f"Storage `{storage}`; trials: {counts['completed']} completed, {counts['failed']} failed, "
-        f"{counts['interrupted']} interrupted, {counts['running']} running.",
+        f"{counts['interrupted']} interrupted, {counts['running']} running{skipped}.",
     ]
     if counts["completed"]:
         best = study.best_trial
@@ -106,18 +113,31 @@ def study_markdown(study: Any, storage: str, plots: dict[str, Path], out_dir: Pa
 
 
 def studies_section(root: Path, out_dir: Path, storages: Sequence[str] = ()) -> str:
-    """The markdown section on every study in ``storages`` and in the ``optuna.db`` files under ``root``;
-    the plots are written to ``out_dir``. An empty string when there is no study."""
-    all_storages = [*storages, *sqlite_storages(root)]
+    """The markdown section on every study in ``storages`` and in the study files under ``root``; the
+    plots are written to ``out_dir``. An empty string when there is no study; a study that cannot be
+    read is one line on stderr."""
+    all_storages = [*storages, *study_files(root)]
     if not all_storages:  # no search: Optuna (the `search` extra) is not needed
         return ""
+    try:
+        require(SEARCH, "the report's section on hyperparameter searches")
+    except ConfigError as error:
+        print(f"skipped: {error}", file=sys.stderr)
+        return ""
     import optuna
+
+    from lra.search.storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     parts = []
     for storage in all_storages:
-        for summary in optuna.get_all_study_summaries(storage):
-            study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        try:
+            backend = open_storage(storage)
+        except ConfigError as error:
+            print(f"skipped: {error}", file=sys.stderr)
+            continue
+        for summary in optuna.get_all_study_summaries(backend):
+            study = optuna.load_study(study_name=summary.study_name, storage=backend)
             parts.append(study_markdown(study, storage, study_plots(study, out_dir), out_dir))
     if not parts:
         return ""
@@ -128,10 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     description = __doc__.split("\n\n")[0]
     parser = argparse.ArgumentParser(prog="python -m lra.report.studies", description=description)
-    parser.add_argument("--runs", type=Path, default=Path("multirun"), help="folder searched for optuna.db")
+    parser.add_argument("--runs", type=Path, default=Path("multirun"), help="folder searched for studies")
     parser.add_argument("--out", type=Path, default=Path("results/studies"), help="where studies.md goes")
     parser.add_argument(
-        "--storage", action="append", default=[], help="another study storage (SQLAlchemy URL)"
+        "--storage", action="append", default=[], help="another study (SQLAlchemy URL or PATH.journal)"
     )
     args = parser.parse_args(argv)
     section = studies_section(args.runs, args.out, args.storage)

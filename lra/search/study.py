@@ -1,5 +1,5 @@
-"""A search's study: its name (task, attention and the options the search keeps fixed), its storage and
-the state of its trials.
+"""A search's study: its name (task, attention and the options the search keeps fixed) and the files
+it is stored in.
 
 The study name is computed from the command line, less the keys the search samples (handed to the jobs
 in ``LRA_SWEPT_KEYS``, ``lra.naming``), so the sweep folder ``multirun/search/<study>`` and the study are
@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lra.errors import ConfigError
 from lra.naming import ALWAYS_NAMED, IGNORED_KEYS, SWEPT_KEYS_ENV, options_label, parse
 
 # Command-line keys that do not change what a trial computes, beside IGNORED_KEYS.
-UNNAMED_KEYS = ("hparams_search", "logger")
+UNNAMED_KEYS = ("hparams_search", "logger", "trainer.enable_progress_bar")
 STUDY_FILE = "optuna.db"  # the default storage: sqlite:///<sweep dir>/optuna.db
-# User attributes of a trial: why it failed (a failed trial without one was interrupted: Ctrl+C, SIGTERM
-# or a lost worker) and the folder its run trained in.
-ERROR_ATTR = "error"
-RUN_DIR_ATTR = "run_dir"
+JOURNAL_SUFFIX = ".journal"  # hydra.sweeper.storage=PATH.journal: an Optuna journal file (lra.search.storage)
 
 
 def trained_value(value: Any) -> Any:
@@ -53,6 +51,13 @@ def study_name(task: str, attention: str, overrides: Sequence[str]) -> str:
     return f"{task}-{attention}{'-' + label if label else ''}"
 
 
+def study_files(root: Path) -> list[str]:
+    """The storage of every study under ``root``: each ``optuna.db`` as a sqlite URL, then each
+    ``*.journal`` file as its path, in path order."""
+    databases = [f"sqlite:///{path}" for path in sorted(root.rglob(STUDY_FILE))]
+    return databases + [str(path) for path in sorted(root.rglob(f"*{JOURNAL_SUFFIX}"))]
+
+
 def check_fixed_task_and_attention(overrides: Sequence[str]) -> None:
     """A study tunes one task × attention: a sweep over either is refused (one search per pair)."""
     swept = [
@@ -63,53 +68,3 @@ def check_fixed_task_and_attention(overrides: Sequence[str]) -> None:
             f"a search tunes one task × attention with one seed; {', '.join(swept)} is swept: "
             f"run one search per value"
         )
-
-
-def was_interrupted(trial: Any) -> bool:
-    from optuna.trial import TrialState
-
-    return trial.state == TrialState.FAIL and ERROR_ATTR not in trial.user_attrs
-
-
-def run_again(study: Any, trial: Any) -> None:
-    """Queue an interrupted trial's parameters: the next trial trains them (and, with ``resume=auto``,
-    continues the interrupted run from its last checkpoint)."""
-    study.enqueue_trial(trial.params)
-
-
-def open_storage(url: str, heartbeat_s: int = 60) -> Any:
-    """The Optuna storage at ``url`` (SQLAlchemy URL); a ``ConfigError`` naming the URL when it cannot be
-    opened. Each running trial beats every ``heartbeat_s`` seconds: one silent for three beats (its worker
-    was killed or lost) is marked interrupted and queued again (``run_again``)."""
-    import optuna
-
-    try:
-        return optuna.storages.RDBStorage(
-            url, heartbeat_interval=heartbeat_s, grace_period=3 * heartbeat_s, failed_trial_callback=run_again
-        )
-    except Exception as error:  # SQLAlchemy and driver errors have no common base
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ConfigError(f"cannot open the study storage {url}: {reason}") from None
-
-
-def counts_toward_total(trial: Any) -> bool:
-    """A trial that took one of the search's ``n_trials``: running, completed, pruned, or failed for a
-    reason of its own (an interrupted trial runs again)."""
-    from optuna.trial import TrialState
-
-    return trial.state != TrialState.WAITING and not was_interrupted(trial)
-
-
-def trial_counts(trials: Sequence[Any]) -> dict[str, int]:
-    """``{"completed", "failed", "interrupted", "running"}``: how many trials of a study are in each state."""
-    from optuna.trial import TrialState
-
-    counts = dict.fromkeys(("completed", "failed", "interrupted", "running"), 0)
-    for trial in trials:
-        if trial.state == TrialState.COMPLETE:
-            counts["completed"] += 1
-        elif trial.state == TrialState.RUNNING:
-            counts["running"] += 1
-        elif trial.state == TrialState.FAIL:
-            counts["interrupted" if was_interrupted(trial) else "failed"] += 1
-    return counts

@@ -1,87 +1,116 @@
-"""The sweep of ``hydra/sweeper=lra_optuna``: hydra-optuna-sweeper's search space and trial
-configuration, with a loop of its own that
+"""The sweep of ``hydra/sweeper=lra_optuna``: Optuna's ask-and-tell loop over Hydra's launcher, which
 
 - reaches ``n_trials`` in total: a study started again (same command, same storage) runs only the trials
-  it still lacks, and several workers on one study stop together (each asks for a trial only while the
-  study has fewer than ``n_trials``);
+  it still lacks, and workers sharing one study (a journal file or a database) stop together, with
+  exactly ``n_trials`` (``lra.search.trials.within_total``);
 - records a trial whose run failed, returned NaN or raised as failed, with the reason, and goes on;
-- marks a trial interrupted (Ctrl+C, SIGTERM, or a worker whose heartbeats stopped) and runs its
-  parameters again, so that with ``resume=auto`` the interrupted run continues;
+- queues an interrupted trial's parameters again (Ctrl+C, SIGTERM, a launcher whose job died, a worker
+  whose heartbeats stopped), so that with ``resume=auto`` the run continues; a trial whose job died
+  runs again at most ``max_retries`` times, then is recorded as failed;
 - writes ``best.yaml`` (``lra.search.best``) at the end.
 
-The search space and the storage are checked before any trial runs: a problem is one line and exit 1.
+The search space (``lra.search.space``) and the storage are checked before any trial runs: a problem
+is one line and exit 1.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
 import os
 import sys
-import threading
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
+from hydra.core.plugins import Plugins
 from hydra.core.utils import JobReturn
-from hydra_plugins.hydra_optuna_sweeper._impl import OptunaSweeperImpl, create_params_from_overrides
-from omegaconf import OmegaConf
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+from optuna.distributions import BaseDistribution
+from optuna.trial import TrialState
 
 from lra.errors import ConfigError
 from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV
 from lra.search.best import BEST_FILE, tuned_command, write_best
+from lra.search.sampler import TrialSeeded
+from lra.search.space import clip_to_task, search_space
+from lra.search.storage import heartbeats, open_storage
 from lra.search.study import (
-    ERROR_ATTR,
-    RUN_DIR_ATTR,
     STUDY_FILE,
     check_fixed_task_and_attention,
-    counts_toward_total,
     fixed_options,
-    open_storage,
-    run_again,
     study_name,
     trained_params,
+)
+from lra.search.trials import (
+    DIED,
+    ERROR_ATTR,
+    RETRIES_ATTR,
+    RUN_DIR_ATTR,
+    STOPPED,
+    counts_toward_total,
+    fail_stale_trials,
+    interrupt,
+    skip,
     trial_counts,
+    within_total,
 )
 from lra.summary_json import job_summary_file
 
 log = logging.getLogger(__name__)
 NOT_A_KEY = object()
 TASK_SPACE_CHOICE = "search_space/task@hydra.sweeper.params"  # conf/config.yaml
-# fail_stale_trials (Optuna >= 2.9) is marked experimental: the warning would repeat before every trial.
-warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+Space = dict[str, BaseDistribution]
 
 
-class StudySweeper(OptunaSweeperImpl):
-    def __init__(
-        self,
-        sampler: Any,
-        direction: str,
-        storage: str | None,
-        study_name: str | None,
-        n_trials: int,
-        n_jobs: int,
-        params: Any,
-        heartbeat_s: int,
-    ) -> None:
-        super().__init__(sampler, direction, storage, study_name, n_trials, n_jobs, 1.0, None, None, params)
-        self.heartbeat_s = heartbeat_s
+@dataclass(eq=False)
+class StudySweeper(Sweeper):
+    """The keys of ``conf/hydra/sweeper/lra_optuna.yaml``; ``sampler`` a partial that takes ``seed``."""
+
+    sampler: Any
+    direction: str
+    storage: str | None
+    study_name: str | None
+    n_trials: int
+    n_jobs: int
+    params: Any
+    heartbeat_s: int
+    max_retries: int
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config = config
+        self.hydra_context = hydra_context
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def check_settings(self) -> None:
+        """Each ``hydra.sweeper`` setting within its range; a ``ConfigError`` naming the first that is not."""
+        if not isinstance(self.sampler, functools.partial):
+            raise ConfigError("hydra.sweeper.sampler needs _partial_: true (the search seeds it per trial)")
+        for key, low in (("n_trials", 1), ("n_jobs", 1), ("heartbeat_s", 1), ("max_retries", 0)):
+            if getattr(self, key) < low:
+                raise ConfigError(f"hydra.sweeper.{key}={getattr(self, key)} is invalid: it must be >= {low}")
 
     def sweep(self, arguments: list[str]) -> None:
         try:
-            study, space, fixed = self.open_study(arguments)
+            self.check_settings()
+            space, fixed = self.sampled_space(arguments)
+            study = self.open_study()
         except ConfigError as error:
             print(f"lra: {error}", file=sys.stderr, flush=True)
             sys.exit(1)
         self.run_trials(study, space, fixed)
         self.report(study)
 
-    def sampled_space(self, arguments: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
-        """The sampled distributions and the fixed values: ``hydra.sweeper.params``, then the command
+    def sampled_space(self, arguments: list[str]) -> tuple[Space, dict[str, str]]:
+        """The sampled distributions and the fixed overrides: ``hydra.sweeper.params``, then the command
         line (a plain ``key=value`` there fixes a key, ``key=interval(...)`` replaces its range)."""
         check_fixed_task_and_attention(arguments)
         if TASK_SPACE_CHOICE not in self.config.hydra.runtime.choices:
@@ -89,9 +118,8 @@ class StudySweeper(OptunaSweeperImpl):
                 f"no search space for task={self.config.task.name}: conf/search_space/task/"
                 f"{self.config.hydra.runtime.choices.get('hparams_search')}/{self.config.task.name}.yaml"
             )
-        overrides = [*self._parse_sweeper_params_config(), *arguments]
-        space, fixed = create_params_from_overrides(overrides)
-        space = {key: distribution for key, distribution in space.items() if key not in fixed}
+        params = [f"{key}={value}" for key, value in (self.params or {}).items()]
+        space, fixed = search_space([*params, *arguments])
         unknown = [key for key in space if OmegaConf.select(self.config, key, default=NOT_A_KEY) is NOT_A_KEY]
         if unknown:
             raise ConfigError(
@@ -101,10 +129,9 @@ class StudySweeper(OptunaSweeperImpl):
         if not space:
             raise ConfigError("the search space is empty: hparams_search=lra, or key=interval(a,b) options")
         os.environ[SWEPT_KEYS_ENV] = " ".join(space)  # trials are named with their sampled values
-        return space, fixed
+        return clip_to_task(space, self.config), fixed
 
-    def open_study(self, arguments: list[str]) -> tuple[optuna.Study, dict[str, Any], dict[str, str]]:
-        space, fixed = self.sampled_space(arguments)
+    def open_study(self) -> optuna.Study:
         name = self.study_name or study_name(
             self.config.task.name, self.config.attention.name, list(self.config.hydra.overrides.task)
         )
@@ -113,72 +140,67 @@ class StudySweeper(OptunaSweeperImpl):
             sweep_dir = Path(self.config.hydra.sweep.dir)
             sweep_dir.mkdir(parents=True, exist_ok=True)
             self.storage = f"sqlite:///{sweep_dir / STUDY_FILE}"
-        self.storage_backend = open_storage(self.storage, self.heartbeat_s)
+        self.storage_backend = open_storage(self.storage)
         study = optuna.create_study(
-            study_name=name, storage=self.storage_backend, direction=self.direction, load_if_exists=True
+            study_name=name,
+            storage=self.storage_backend,
+            sampler=TrialSeeded(self.sampler, self.sampler.keywords.get("seed")),
+            direction=self.direction,
+            load_if_exists=True,
         )
         counts = trial_counts(study.get_trials(deepcopy=False))
         log.info(f"Study {name} in {self.storage}: {counts}, {self.n_trials} trials in total")
-        return study, space, fixed
-
-    def configure(
-        self,
-        study: optuna.Study,
-        trials: list[optuna.trial.Trial],
-        space: dict[str, Any],
-        fixed: dict[str, str],
-    ) -> list[Sequence[str]]:
-        """Each trial's overrides, its values drawn by the sampler seeded with ``seed + trial number`` (a
-        restarted study does not propose its first trials' values again, as one seed would, and workers
-        sharing a study draw differently: trial numbers are unique in a study) and trained as
-        ``trained_value`` rounds them."""
-        seed = self.sampler.keywords.get("seed")
-        overrides: list[Sequence[str]] = []
-        for trial in trials:
-            study.sampler = self.sampler(seed=None if seed is None else seed + trial.number)
-            self._configure_trials([trial], space, fixed)  # draws the values, records the fixed ones
-            values = {**trained_params(trial.params), **fixed}
-            overrides.append(tuple(f"{key}={value}" for key, value in values.items()))
-        return overrides
+        return study
 
     def trials_to_go(self, study: optuna.Study) -> int:
-        optuna.storages.fail_stale_trials(study)  # a lost worker's trials: interrupted, queued again
+        fail_stale_trials(study, self.storage_backend)  # a dead worker's trials: interrupted, queued again
         return self.n_trials - sum(map(counts_toward_total, study.get_trials(deepcopy=False)))
 
-    def run_trials(self, study: optuna.Study, space: dict[str, Any], fixed: dict[str, str]) -> None:
+    def ask(self, study: optuna.Study, space: Space, count: int) -> list[optuna.trial.Trial]:
+        """Up to ``count`` new trials with their values drawn (or a queued trial's values); a trial past
+        ``n_trials`` (another worker asked at the same moment) is skipped."""
+        trials = []
+        for _ in range(count):
+            trial = study.ask(fixed_distributions=space)
+            if not within_total(study, self.frozen(trial), self.n_trials):
+                skip(study, self.storage_backend, self.frozen(trial))
+                continue
+            if RETRIES_ATTR not in trial.user_attrs:
+                trial.set_user_attr(RETRIES_ATTR, self.max_retries)
+            trials.append(trial)
+        return trials
+
+    def frozen(self, trial: optuna.trial.Trial) -> optuna.trial.FrozenTrial:
+        return self.storage_backend.get_trial(trial._trial_id)  # Optuna's storage id of the trial
+
+    def run_trials(self, study: optuna.Study, space: Space, fixed: dict[str, str]) -> None:
         while (to_go := self.trials_to_go(study)) > 0:
-            trials = [study.ask() for _ in range(min(self.n_jobs, to_go))]
-            overrides = self.configure(study, trials, space, fixed)
-            with self.heartbeats(trials):
-                try:
+            trials = self.ask(study, space, min(self.n_jobs, to_go))
+            if not trials:
+                continue
+            overrides = [
+                (*(f"{key}={value}" for key, value in trained_params(trial.params).items()), *fixed.values())
+                for trial in trials
+            ]
+            ids = [trial._trial_id for trial in trials]  # Optuna's storage ids
+            try:
+                with heartbeats(self.storage_backend, ids, self.heartbeat_s):
                     returns = self.launcher.launch(overrides, initial_job_idx=trials[0].number)
-                except BaseException:  # Ctrl+C, SIGTERM: the trials run again next time
-                    for trial in trials:
-                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                        run_again(study, trial)
-                    raise
+            except Exception as error:  # a job died: its launcher (submitit, joblib) raised
+                reason = f"its job died: {type(error).__name__}: {error}".splitlines()[0]
+                self.interrupt_all(study, trials, DIED, reason)
+                continue
+            except BaseException:  # Ctrl+C, SIGTERM: the trials run again next time
+                self.interrupt_all(study, trials, STOPPED, "the search was stopped")
+                raise
             for trial, job in zip(trials, returns, strict=True):
                 tell(study, trial, job)
 
-    @contextmanager
-    def heartbeats(self, trials: Sequence[optuna.trial.Trial]) -> Iterator[None]:
-        """Beat for ``trials`` every ``heartbeat_s`` seconds while their jobs run."""
-        stop = threading.Event()
-
-        def beat() -> None:
-            while True:
-                for trial in trials:
-                    self.storage_backend.record_heartbeat(trial._trial_id)  # Optuna's own trial id
-                if stop.wait(self.heartbeat_s):
-                    return
-
-        thread = threading.Thread(target=beat, daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
+    def interrupt_all(
+        self, study: optuna.Study, trials: Sequence[optuna.trial.Trial], cause: str, why: str
+    ) -> None:
+        for trial in trials:
+            interrupt(study, self.storage_backend, self.frozen(trial), cause, why)
 
     def report(self, study: optuna.Study) -> None:
         """Log the trial counts and the best trial, and write ``best.yaml`` (when a trial completed)."""
@@ -227,11 +249,16 @@ def job_outcome(job: JobReturn) -> tuple[float, str | None, str | None]:
 
 
 def tell(study: optuna.Study, trial: optuna.trial.Trial, job: JobReturn) -> None:
+    """Record a finished job's outcome on its trial (unless another worker judged the trial lost and
+    finished it meanwhile: then it is logged)."""
     value, error, run_dir = job_outcome(job)
-    trial.set_user_attr(RUN_DIR_ATTR, run_dir)
-    if error is None:
-        study.tell(trial, value)
-        return
-    trial.set_user_attr(ERROR_ATTR, error)
-    study.tell(trial, state=optuna.trial.TrialState.FAIL)
-    log.warning(f"Trial {trial.number} failed: {error}")
+    try:
+        trial.set_user_attr(RUN_DIR_ATTR, run_dir)
+        if error is None:
+            study.tell(trial, value)
+            return
+        trial.set_user_attr(ERROR_ATTR, error)
+        study.tell(trial, state=TrialState.FAIL)
+        log.warning(f"Trial {trial.number} failed: {error}")
+    except (optuna.exceptions.UpdateFinishedTrialError, ValueError):  # ValueError: "Cannot tell a ..."
+        log.warning(f"Trial {trial.number} was finished by another worker while it ran; its run: {run_dir}")

@@ -1,27 +1,21 @@
-"""The nystrom, skyformer and performer cores as they were computed before they ran through fused
-attention calls: each (n × m) kernel formed in memory, the landmarks' padding, means and inverse
-as separate autograd operations. References for ``python -m lra.bench compare
---against previous`` and for the equivalence tests; each takes the current core for its options and
-weights, so both forms compute with the same landmarks, convolution and random features.
+"""nystrom, skyformer and performer as they were computed before they ran through fused attention
+calls: each (n × m) kernel formed in memory, the landmarks' padding, means and inverse as separate
+autograd operations. References for ``test_attention_fused_forms``; each takes the current core for
+its options and weights, so both forms compute with the same landmarks, convolution and features.
 
 All take q, k, v: (B, H, N, D) float32, mask: (B, N) bool or None, and return (B, H, N, D).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import partial
-
 import torch
 
-import attention_zoo
 from attention_zoo.kernelized import gaussian_kernel
 from attention_zoo.landmarks import segment_means
 from attention_zoo.masking import key_padding_bias, real_tokens, zero_padding
 from attention_zoo.nystrom import NystromAttention
 from attention_zoo.performer import PerformerAttention
 from attention_zoo.skyformer import SkyformerAttention, sample_landmark_rows
-from lra.bench.compare import Pair
 
 
 def previous_segment_means(x: torch.Tensor, count: int) -> torch.Tensor:
@@ -120,30 +114,5 @@ def previous_performer(
     return numerator / denominator.clamp_min(torch.finfo(torch.float32).tiny)
 
 
-# core name -> today's core's function of (core, q, k, v, mask)
+# core name -> the previous form, a function of (core, q, k, v, mask)
 PREVIOUS = {"nystrom": previous_nystrom, "skyformer": previous_skyformer, "performer": previous_performer}
-
-
-def random_inputs(shape: tuple[int, int, int, int], seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """q, k, v of ``shape`` (B, H, N, D) and an all-True (B, N) mask. q, k, v are views of one
-    (B, N, 3, H, D) tensor that requires gradients, laid out as ``MultiHeadSelfAttention``'s fused
-    projection hands them to a core."""
-    batch, heads, length, head_dim = shape
-    generator = torch.Generator().manual_seed(seed)
-    qkv = torch.randn(batch, length, 3, heads, head_dim, generator=generator).requires_grad_(True)
-    q, k, v = qkv.permute(2, 0, 3, 1, 4)
-    return q, k, v, torch.ones(batch, length, dtype=torch.bool)
-
-
-def previous_pairs(names: Sequence[str] | None, shape: tuple[int, int, int, int]) -> list[Pair]:
-    """Each core of ``names`` (default: all three) with its default options, against its previous form."""
-    batch, heads, length, head_dim = shape
-    pairs = []
-    for name in names or PREVIOUS:
-        if name not in PREVIOUS:
-            raise ValueError(f"--cores: no previous form of {name!r}; choose from {', '.join(PREVIOUS)}")
-        core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=heads, seq_len=length)
-        previous = partial(PREVIOUS[name], core)
-        weights = (*core.parameters(), *core.buffers())
-        pairs.append(Pair(name, core, previous, partial(random_inputs, shape), weights))
-    return pairs

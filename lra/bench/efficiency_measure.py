@@ -1,0 +1,240 @@
+"""One configuration of the efficiency benchmark (``BenchConfig``): its core, its workload's step, its
+``Measurement`` row, and the sweep over lengths that skips what cannot finish.
+
+Cores: the registry's, and ``naive``: the papers' Transformer, softmax with the (seq, seq) scores held
+(``standard`` may run a fused kernel that never holds them). Workloads (``scope``): ``layer`` =
+forward+backward of one ``MultiHeadSelfAttention`` on (batch, n, dim); ``encoder`` = the same of
+``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy loss; ``inference`` = one layer's
+forward in eval mode. Each step is built after one at ``PRIME_SEQ_LEN`` tokens, so that one-time costs
+(kernel code paged in, thread pools, allocator arenas) are paid before the memory probe starts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import attention_zoo
+from attention_zoo.masking import check_inputs, key_padding_bias
+from lra.bench.measuring import Failure, Step, measure_step, run_all
+
+NAIVE = "naive"
+ENCODER_VOCAB, ENCODER_CLASSES = 257, 10  # byte tokens + pad, as the Text task
+PRIME_SEQ_LEN = 64
+MEASUREMENT_FAILURES = ("oom", "timeout", "error")  # statuses after which longer lengths are skipped
+
+
+class NaiveSoftmaxAttention(nn.Module):
+    """softmax(QKᵀ/√d + key-padding bias) V, the scores held as a (B, H, N, N) tensor:
+    q, k, v (B, H, N, D), mask (B, N) bool or None -> (B, H, N, D)."""
+
+    def __init__(self, *, head_dim: int, num_heads: int, seq_len: int) -> None:
+        super().__init__()
+        self.scale = 1.0 / math.sqrt(head_dim)
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        check_inputs(q, k, v, mask)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale  # (B, H, N, N)
+        bias = key_padding_bias(mask, scores.dtype)
+        if bias is not None:
+            scores = scores + bias
+        return torch.matmul(scores.softmax(dim=-1), v)
+
+
+BENCH_CORES: dict[str, type[nn.Module]] = {NAIVE: NaiveSoftmaxAttention}
+
+
+def bench_names() -> list[str]:
+    """Every name the benchmarks accept: the registry's cores, then the bench-local baselines."""
+    return [*attention_zoo.available(), *BENCH_CORES]
+
+
+def build_core(name: str, head_dim: int, num_heads: int, seq_len: int, **options) -> nn.Module:
+    """A registry core or a bench-local baseline: ``core(q, k, v, mask) -> out`` (B, H, N, D)."""
+    if name in BENCH_CORES:
+        if options:
+            raise ValueError(f"benchmark baseline {name!r} takes no options, got {sorted(options)}")
+        return BENCH_CORES[name](head_dim=head_dim, num_heads=num_heads, seq_len=seq_len)
+    return attention_zoo.build_attention(
+        name, head_dim=head_dim, num_heads=num_heads, seq_len=seq_len, **options
+    )
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One measured configuration: ``attention`` built with ``options`` (its defaults for the others);
+    ``label`` names the row where one attention appears with several options."""
+
+    attention: str
+    seq_len: int
+    batch: int = 1
+    scope: str = "layer"
+    dim: int = 64
+    heads: int = 2
+    warmup: int = 1
+    repeats: int = 5
+    device: str = "cpu"
+    time_budget_s: float | None = None
+    options: dict[str, object] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.attention
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of results; ``detail`` (not in the CSV) says why a row is not ``ok``."""
+
+    attention: str
+    seq_len: int
+    batch: int
+    time_ms: float | None
+    peak_mem_mb: float | None
+    status: str
+    scope: str = "layer"
+    detail: str = ""
+    timed_steps: int = 0
+    label: str = ""  # the row's name where one attention is measured with several options
+
+    @property
+    def name(self) -> str:
+        return self.label or self.attention
+
+    @classmethod
+    def failed(cls, config: BenchConfig, failure: Failure) -> Measurement:
+        return cls(
+            config.attention, config.seq_len, config.batch, None, None, failure.status, config.scope,
+            failure.detail, label=config.label,
+        )  # fmt: skip
+
+
+def build_layer(config: BenchConfig, device: torch.device) -> attention_zoo.MultiHeadSelfAttention:
+    core = build_core(
+        config.attention, config.dim // config.heads, config.heads, config.seq_len, **config.options
+    )
+    return attention_zoo.MultiHeadSelfAttention(config.dim, config.heads, core).to(device)
+
+
+def layer_step(config: BenchConfig, device: torch.device) -> Step:
+    """x (batch, n, dim) -> MultiHeadSelfAttention -> sum -> backward."""
+    layer = build_layer(config, device)
+    x = torch.randn(config.batch, config.seq_len, config.dim, device=device, requires_grad=True)
+
+    def step() -> None:
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        layer(x).sum().backward()
+
+    return step
+
+
+def encoder_step(config: BenchConfig, device: torch.device) -> Step:
+    """tokens (batch, n) -> LRAClassifier -> cross-entropy -> backward."""
+    from lra.model import LRAClassifier
+
+    core = partial(build_core, config.attention, **config.options)
+    model = LRAClassifier(
+        vocab_size=ENCODER_VOCAB, num_classes=ENCODER_CLASSES, seq_len=config.seq_len, attention=core,
+        dim=config.dim, num_heads=config.heads,
+    ).to(device)  # fmt: skip
+    tokens = torch.randint(1, ENCODER_VOCAB, (config.batch, config.seq_len), device=device)
+    lengths = torch.full((config.batch,), config.seq_len, device=device)
+    labels = torch.randint(0, ENCODER_CLASSES, (config.batch,), device=device)
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(tokens, lengths), labels).backward()
+
+    return step
+
+
+def inference_step(config: BenchConfig, device: torch.device) -> Step:
+    """x (batch, n, dim) -> the layer in eval mode -> (batch, n, dim), no autograd."""
+    layer = build_layer(config, device).eval()
+    x = torch.randn(config.batch, config.seq_len, config.dim, device=device)
+
+    def step() -> None:
+        with torch.inference_mode():
+            layer(x)
+
+    return step
+
+
+WORKLOADS = {"layer": layer_step, "encoder": encoder_step, "inference": inference_step}  # scope -> step
+
+
+def primed_step(config: BenchConfig, device: torch.device) -> Step:
+    """The step of ``config`` (seeded), built after one step of its workload at ``PRIME_SEQ_LEN`` tokens."""
+    torch.manual_seed(0)
+    build = WORKLOADS[config.scope]
+    build(replace(config, seq_len=min(config.seq_len, PRIME_SEQ_LEN)), device)()
+    return build(config, device)
+
+
+def measure(config: BenchConfig) -> Measurement:
+    """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps; a row
+    of a published table whose attention is not registered says so."""
+    if config.attention not in bench_names():
+        return Measurement.failed(
+            config, Failure("not registered", f"no attention {config.attention!r} here")
+        )
+    device = torch.device(config.device)
+    build = partial(primed_step, config, device)
+    timed = measure_step(build, device, config.warmup, config.repeats, config.time_budget_s)
+    if isinstance(timed, Failure):
+        return Measurement.failed(config, timed)
+    return Measurement(
+        config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, "ok", config.scope,
+        timed_steps=len(timed.times_ms), label=config.label,
+    )  # fmt: skip
+
+
+def format_progress(row: Measurement) -> str:
+    figures = (
+        f"{row.time_ms:10.1f} ms {row.peak_mem_mb:10.1f} MB ({row.timed_steps} timed)"
+        if row.status == "ok"
+        else f"{row.status.upper()} {row.detail}"
+    )
+    return f"[{row.scope:7}] {row.name:10} n={row.seq_len:6} batch={row.batch}: {figures}"
+
+
+def stop_reason(row: Measurement, max_step_s: float | None) -> str | None:
+    """Why the longer lengths of ``row``'s attention (or label) and scope are skipped, or None."""
+    if row.status in MEASUREMENT_FAILURES:
+        return f"{row.status} at seq_len {row.seq_len}"
+    if max_step_s is not None and row.time_ms is not None and row.time_ms > 1000 * max_step_s:
+        took = f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len}"
+        return f"{took} (over --max-step-s {max_step_s:g})"
+    return None
+
+
+def sweep(
+    configs: Sequence[BenchConfig],
+    run_one: Callable[[BenchConfig], Measurement],
+    max_step_s: float | None = None,
+) -> list[Measurement]:
+    """``run_one`` of every config in order (lengths ascending), printing each row; after a ``stop_reason``
+    the longer configurations of that attention and scope are ``skipped`` rows."""
+    stopped: dict[tuple[str, str], str] = {}
+
+    def run_unless_stopped(config: BenchConfig) -> Measurement:
+        key = (config.scope, config.name)
+        if key in stopped:
+            return Measurement.failed(config, Failure("skipped", stopped[key]))
+        row = run_one(config)
+        reason = stop_reason(row, max_step_s)
+        if reason:
+            stopped[key] = reason
+        return row
+
+    return run_all(configs, run_unless_stopped, format_progress)

@@ -1,0 +1,224 @@
+"""How every benchmark measures a configuration: the median time and peak memory of a repeated step
+(``measure_step``), in this process or in a fresh interpreter (``Isolation``).
+
+CUDA: synchronised timing, ``max_memory_allocated`` above the probe's start; CPU: wall time, the peak
+RSS (VmHWM, reset through /proc/self/clear_refs) above the RSS at the probe's start. In a subprocess
+(``python -m lra.bench.measuring``, the pickled ``(measure, config)`` on stdin) no allocator cache from
+an earlier configuration shifts the peak memory, and an address-space limit turns a too-large
+configuration into an ``oom`` row instead of a swapping machine. A step that fails, runs past its
+timeout or is killed is a ``Failure`` with a status (``oom``, ``timeout``, ``error``), not a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pickle
+import re
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+
+from lra.memory import proc_status_kb, reset_peak_rss
+from lra.paths import REPO_ROOT
+
+Step = Callable[[], None]
+WORKER = "lra.bench.measuring"
+MEM_LIMIT_SHARE = 0.6  # default address-space limit per subprocess: this share of the available memory
+Config = TypeVar("Config")
+Row = TypeVar("Row")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A configuration without a figure: ``status`` ``oom``, ``timeout`` or ``error``, ``detail`` why."""
+
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Wall times of the timed steps (ms) and the peak memory above the probe's baseline (MB)."""
+
+    times_ms: list[float]
+    peak_mb: float
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.times_ms)
+
+
+class CpuProbe:
+    method, baseline = "peak RSS (VmHWM, reset via /proc/self/clear_refs)", "the RSS"
+
+    def synchronize(self) -> None:
+        """CPU work is synchronous."""
+
+    def start(self) -> None:
+        if not reset_peak_rss():
+            raise OSError("cannot reset the peak RSS (/proc/self/clear_refs); CPU memory needs Linux")
+        self.baseline_kb = proc_status_kb("VmRSS")
+
+    def peak_mb(self) -> float:
+        return (proc_status_kb("VmHWM") - self.baseline_kb) / 1024
+
+
+class CudaProbe:
+    method, baseline = "torch.cuda.max_memory_allocated", "memory_allocated"
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
+
+    def start(self) -> None:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        self.baseline_bytes = torch.cuda.memory_allocated()
+
+    def peak_mb(self) -> float:
+        return (torch.cuda.max_memory_allocated() - self.baseline_bytes) / 2**20
+
+
+PROBES: dict[str, type[CpuProbe] | type[CudaProbe]] = {"cpu": CpuProbe, "cuda": CudaProbe}
+
+
+def measure_step(
+    build: Callable[[], Step], device: torch.device, warmup: int, repeats: int, budget_s: float | None = None
+) -> StepTimes | Failure:
+    """``build()`` a step, start the probe, run ``warmup`` untimed steps, then up to ``repeats`` timed ones
+    (stop once past ``budget_s``); an exception while building or stepping is a ``Failure``."""
+    try:
+        step, probe = build(), PROBES[device.type]()
+        probe.start()
+        for _ in range(warmup):
+            step()
+        times: list[float] = []
+        budget_ms = math.inf if budget_s is None else 1000 * budget_s
+        while len(times) < repeats and (not times or sum(times) < budget_ms):
+            probe.synchronize()
+            begin = time.perf_counter()
+            step()
+            probe.synchronize()
+            times.append(1000 * (time.perf_counter() - begin))
+        return StepTimes(times, probe.peak_mb())
+    except Exception as error:  # a failing configuration is a result, not a crash
+        out_of_memory = (torch.OutOfMemoryError, MemoryError)
+        oom = isinstance(error, out_of_memory) or "can't allocate memory" in str(error)  # the CPU allocator's
+        return Failure("oom" if oom else "error", f"{type(error).__name__}: {error}"[:300])
+    finally:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def worker_main(argv: list[str]) -> None:
+    """Child side of ``Isolation.measure``: unpickle ``(measure, config)`` from stdin (which imports the
+    benchmark), set the threads, limit the address space, pickle ``measure(config)`` to the result file."""
+    parser = argparse.ArgumentParser(prog=f"python -m {WORKER}")
+    parser.add_argument("result", type=Path, help="file the pickled row is written to")
+    parser.add_argument("--threads", type=int)
+    parser.add_argument("--mem-limit-mb", type=int)
+    args = parser.parse_args(argv)
+    measure, config = pickle.loads(sys.stdin.buffer.read())
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.mem_limit_mb is not None:  # map at most this much more than now: allocations beyond fail
+        limit = proc_status_kb("VmSize") * 1024 + args.mem_limit_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    args.result.write_bytes(pickle.dumps(measure(config)))
+
+
+def run_all(
+    configs: Iterable[Config], run_one: Callable[[Config], Row], progress: Callable[[Row], str]
+) -> list[Row]:
+    """``run_one`` of every configuration in order, each row's ``progress`` line printed as it comes."""
+    rows = []
+    for config in configs:
+        rows.append(run_one(config))
+        print(progress(rows[-1]), flush=True)
+    return rows
+
+
+def available_memory_mb() -> int:
+    match = re.search(r"^MemAvailable:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.MULTILINE)
+    if match is None:
+        raise OSError("/proc/meminfo has no MemAvailable; pass --mem-limit-mb")
+    return int(match.group(1)) // 1024
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, timeout_s: float) -> None:
+    """The arguments of ``Isolation.from_args`` (``--timeout-s`` defaults to ``timeout_s``)."""
+    add = parser.add_argument
+    add("--device", help="cpu or cuda (default: cuda when available)")
+    add("--threads", type=int, help="torch threads (default: torch's choice)")
+    add("--isolation", choices=("subprocess", "inprocess"), help="default: subprocess on CPU, else inprocess")
+    add("--timeout-s", type=float, default=timeout_s, help="per configuration (subprocess only)")
+    add("--mem-limit-mb", type=int, help="address-space limit of a subprocess (CPU: 60%% of free memory)")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Where a run measures: ``device`` with ``threads`` torch threads (None: torch's choice), each
+    configuration ``inprocess`` or in a ``subprocess`` (``mode``) with ``timeout_s`` and ``mem_limit_mb``."""
+
+    device: torch.device
+    threads: int | None = None
+    mode: str = "inprocess"
+    timeout_s: float = math.inf
+    mem_limit_mb: int | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Isolation:
+        """The arguments of ``add_run_arguments``, with the defaults that depend on the device: a
+        subprocess with a memory limit on CPU, in-process on CUDA."""
+        device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        mode = args.isolation or ("subprocess" if device.type == "cpu" else "inprocess")
+        limit = args.mem_limit_mb
+        if mode == "subprocess" and device.type == "cpu" and limit is None:
+            limit = math.floor(MEM_LIMIT_SHARE * available_memory_mb())
+        return cls(device, args.threads, mode, args.timeout_s, limit)
+
+    def measure(
+        self, measure: Callable[[Config], Row], failed: Callable[[Config, Failure], Row], config: Config
+    ) -> Row:
+        """The row of ``config``: ``measure(config)`` (a module-level function) where ``mode`` says, with
+        ``threads`` torch threads, or ``failed(config, failure)`` when a subprocess gives no row."""
+        if self.mode == "inprocess":
+            if self.threads is not None:
+                torch.set_num_threads(self.threads)
+            return measure(config)
+        with tempfile.TemporaryDirectory() as folder:
+            result = Path(folder) / "row.pickle"
+            command = [sys.executable, "-m", WORKER, str(result)]
+            for flag, value in (("--threads", self.threads), ("--mem-limit-mb", self.mem_limit_mb)):
+                command += [] if value is None else [flag, str(value)]
+            try:
+                child = subprocess.run(command, input=pickle.dumps((measure, config)), capture_output=True,
+                                       timeout=self.timeout_s, cwd=REPO_ROOT)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return failed(config, Failure("timeout", f"no result within {self.timeout_s:g} s"))
+            if child.returncode == -signal.SIGKILL:
+                return failed(config, Failure("oom", "killed by SIGKILL (out of memory)"))
+            if child.returncode != 0:
+                stderr = child.stderr.decode(errors="replace").strip()
+                return failed(config, Failure("error", stderr[-300:] or f"exit status {child.returncode}"))
+            return pickle.loads(result.read_bytes())
+
+    def note(self) -> str:
+        """How the configurations were isolated and threaded, for a page."""
+        limit = f", address-space limit {self.mem_limit_mb} MB" if self.mem_limit_mb else ""
+        threads = f"torch threads per measurement: {self.threads or 'torch default'}"
+        return f"Isolation: {self.mode}{limit}, timeout {self.timeout_s:g} s per configuration; {threads}"
+
+
+if __name__ == "__main__":
+    worker_main(sys.argv[1:])
