@@ -6,10 +6,15 @@ PIP           := $(PY) -m pip
 TORCH_VERSION ?= 2.13.0
 # Where a CPU-only torch build comes from when none is on a local wheel path (pip's find-links).
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+# The extras `make install` installs and `make lock` locks.
+EXTRAS        ?= dev,cluster,search,dashboards
+# The exact versions CI tested (written by `make lock`); `CONSTRAINTS=` installs the newest allowed instead.
+CONSTRAINTS   ?= constraints.txt
+LOCKED        := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 LRA_DATA      ?= data
 ARGS          ?=
 
-.PHONY: install torch run test lint data bench report clean
+.PHONY: install torch lock run test lint data bench report clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +25,27 @@ $(PY):
 torch: $(PY)
 	@if command -v nvidia-smi >/dev/null 2>&1; then \
 		echo "GPU found: installing torch==$(TORCH_VERSION) (CUDA build)"; \
-		$(PIP) install -q "torch==$(TORCH_VERSION)"; \
+		$(PIP) install -q $(LOCKED) "torch==$(TORCH_VERSION)"; \
 	else \
 		echo "No GPU found: installing torch==$(TORCH_VERSION)+cpu"; \
-		$(PIP) install -q "torch==$(TORCH_VERSION)+cpu" 2>/dev/null || \
-		$(PIP) install -q "torch==$(TORCH_VERSION)+cpu" --extra-index-url $(TORCH_CPU_INDEX); \
+		$(PIP) install -q $(LOCKED) "torch==$(TORCH_VERSION)+cpu" 2>/dev/null || \
+		$(PIP) install -q $(LOCKED) "torch==$(TORCH_VERSION)+cpu" --extra-index-url $(TORCH_CPU_INDEX); \
 	fi
 
 install: torch
-	$(PIP) install -q -e ".[dev,cluster,search,dashboards]"
+	$(PIP) install -q $(LOCKED) -e ".[$(EXTRAS)]"
+
+# Resolves the newest allowed versions in a fresh venv and pins them, for this Python only, in
+# constraints.txt; torch and its CUDA libraries stay out (TORCH_VERSION pins them).
+lock:
+	rm -rf .lock-venv
+	$(MAKE) --no-print-directory install VENV=.lock-venv CONSTRAINTS=
+	version=$$(.lock-venv/bin/python -c 'import sys; print(*sys.version_info[:2], sep=".")'); \
+	{ echo "# Written by \`make lock\`: the versions CI tests, on Python $$version. Torch: TORCH_VERSION."; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | grep -Ev '^(torch|triton|nvidia-.*|cuda-.*)==' \
+	  | sed "s/\$$/ ; python_version == '$$version'/"; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf .lock-venv
 
 # The README's main job: a short CPU demo (conf/experiment/demo.yaml: ListOps from the built-in
 # generator, short sequences).
@@ -55,4 +72,4 @@ report: install
 	$(PY) -m lra.report $(ARGS)
 
 clean:
-	rm -rf $(VENV) outputs multirun wandb lightning_logs .pytest_cache .ruff_cache
+	rm -rf $(VENV) .lock-venv outputs multirun wandb lightning_logs .pytest_cache .ruff_cache
