@@ -27,7 +27,8 @@ from lra.errors import ConfigError
 from lra.job_state import JobState
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
-from lra.summary_json import SUMMARY_FILE, format_table, make_summary, write_summary
+from lra.summary_json import SUMMARY_FILE, make_summary, write_summary
+from lra.summary_tables import format_table
 
 # Errors whose message says all there is to say: no traceback file for these.
 EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)

@@ -5,7 +5,7 @@ A sweep's job folders, W&B run names and final table name every option the sweep
 ``listops-nystrom-num_landmarks=16-s0`` instead of two ``listops-nystrom-s0``.
 
 The swept keys are read from the multirun command line once, when the sweep starts
-(``lra.summary_json.SweepSummary.on_multirun_start`` calls ``record_swept_keys``), and handed to every job
+(``lra.summary_tables.SweepSummary.on_multirun_start`` calls ``record_swept_keys``), and handed to every job
 through the environment variable ``LRA_SWEPT_KEYS``, which local, joblib and SLURM (submitit) jobs
 inherit. Each job takes its own values of those keys from its overrides. Task, attention and seed
 are in every name already; a single run varies nothing and is named ``{task}-{attention}-s{seed}``.

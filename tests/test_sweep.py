@@ -14,7 +14,8 @@ from lra.errors import ConfigError
 from lra.loggers import RunIdentity
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys, run_name, short_keys, swept_keys
 from lra.resume import POINTER_FILE, comparable_config, comparable_overrides, job_fingerprint, plan_run
-from lra.summary_json import format_table, read_summaries
+from lra.summary_json import read_summaries
+from lra.summary_tables import format_table
 from lra.train import run
 
 
