@@ -122,6 +122,11 @@ def log_axis(ax: Axes, which: str) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def _titles(ax: Axes) -> list:
+    """The panel titles ``ax`` shows (centre, left, right)."""
+    return [t for t in (ax.title, ax._left_title, ax._right_title) if t.get_visible() and t.get_text()]
+
+
 def _visible_texts(fig: Figure) -> list:
     """The text artists ``fig`` draws, tick labels aside (``_shown_tick_boxes`` picks the drawn ones)."""
     from matplotlib.text import Text
@@ -155,7 +160,8 @@ def _shown_tick_boxes(axis: Axis, renderer: RendererBase) -> list[tuple[str, Bbo
 def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
     """Legibility problems of ``fig`` as drawn, one line each (empty when there are none): a text
     artist (title, label, legend entry, annotation, tick label) whose extent leaves the figure, two
-    tick labels of one axis that overlap, two annotations (labels placed in a panel) that overlap, and
+    tick labels of one axis that overlap, two panel titles that overlap, two annotations (labels placed
+    in a panel) that overlap, and
     an annotation without a leader line nearer another marker than its own
     (``lra.marker_labels.misplaced_labels``). Extents come from matplotlib's own renderer."""
     fig.canvas.draw()
@@ -176,6 +182,11 @@ def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
             or box.y1 > height + tolerance_px
         ):
             problems.append(f"text {text!r} leaves the figure: {box.bounds} in {width}x{height}")
+    titles = [(t.get_text(), t.get_window_extent(renderer)) for ax in fig.axes for t in _titles(ax)]
+    for i, (text_a, box_a) in enumerate(titles):
+        for text_b, box_b in titles[i + 1 :]:
+            if box_a.overlaps(box_b):
+                problems.append(f"titles {text_a!r} and {text_b!r} overlap")
     for ax in fig.axes:
         notes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_visible()]
         for i, (text_a, box_a) in enumerate(notes):

@@ -47,6 +47,16 @@ def test_a_legend_off_the_image_crowded_log_ticks_and_piled_labels_are_found():
     assert any(p.startswith("labels 'nystrom' and 'skyformer' overlap") for p in problems)
 
 
+def test_panel_titles_that_run_into_each_other_are_found():
+    plt = agg_pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(6, 3), layout="constrained")
+    for ax, task in zip(axes, ("listops", "pathfinder"), strict=True):
+        ax.set_title(f"{task} (num_landmarks=16, dataset={task}-demo, generated data)")
+    problems = text_problems(fig)
+    plt.close(fig)
+    assert any(p.startswith("titles 'listops (") and "overlap" in p for p in problems)
+
+
 def test_a_label_nearer_another_marker_than_its_own_is_found_unless_a_leader_line_joins_them():
     plt = agg_pyplot()
     fig, ax = plt.subplots(figsize=(4, 3), layout="constrained")

@@ -151,6 +151,22 @@ def test_figure3_puts_every_label_beside_its_own_marker_or_joins_them_by_a_leade
     save_figure(figure, tmp_path / "figure3.png")
 
 
+def test_figure3_per_task_wraps_the_long_titles_of_generated_sets_apart(tmp_path: Path):
+    for task, dataset in (("listops", "listops-demo"), ("pathfinder", "pathfinder-demo")):
+        for attention, (acc, step_ms) in list(CROWDED.items())[:3]:
+            write_summary(
+                tmp_path, task, attention, 0, acc, schema=2,
+                config={"attention": {"name": attention, "num_landmarks": 16}, "task": {"name": task},
+                        "features": 16},
+                data={"set": dataset, "source": "generator", "majority_share": DEMO_MAJORITY},
+                metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": 500.0},
+            )  # fmt: skip
+    figure = speed_accuracy_memory(latest_per_seed(find_runs([tmp_path])), per_task=True)
+    assert figure is not None and len(figure.axes) == 2
+    assert text_problems(figure) == []
+    agg_pyplot().close(figure)
+
+
 def wandb_records(run_dir: Path, wait_s: float = 30.0) -> bytes:
     """The offline run's record file, once W&B's service has written past its header: on a loaded
     machine the service can still be flushing it for a moment after ``run.finish()`` returns."""

@@ -16,6 +16,7 @@ its label, its time counting its pretraining.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 PANEL_INCHES = 3.4
+TITLE_CHARS = 32  # a line of a panel title in PANEL_INCHES at the axes' title size
 MIN_WIDTH_INCHES = 7.5  # room for a title of ~100 characters
 MAX_LEGEND_COLUMNS = 3
 
@@ -233,7 +235,7 @@ def speed_accuracy_memory(
                        facecolors="none" if flagged else color)  # fmt: skip
             label = f"{labels[variant]} ({flagged} at chance)" if flagged else labels[variant]
             marker_labels.append((label, x, y))
-        ax.set(title=f"{panel} ({shared})" if shared else panel,
+        ax.set(title=panel_title(panel, shared),
                ylabel=f"{'test' if per_task else 'average test'} accuracy (%)",
                xlabel=f"training speed ({'× standard' if relative else 'steps/s'})")  # fmt: skip
         ax.margins(0.35)
@@ -242,6 +244,11 @@ def speed_accuracy_memory(
     for ax, marker_labels in placements:
         place_labels(fig, ax, marker_labels)
     return fig
+
+
+def panel_title(panel: str, shared: str) -> str:
+    """A panel's title: its task, then what all its variants share, wrapped to the panel's width."""
+    return textwrap.fill(f"{panel} ({shared})", TITLE_CHARS) if shared else panel
 
 
 def short_labels(variants: Sequence[str]) -> tuple[dict[str, str], str]:
