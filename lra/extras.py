@@ -3,7 +3,8 @@ that needs a missing one stops with one line that names its install command, bef
 
 - ``search`` (Optuna): ``hparams_search=...``, ``hydra/sweeper=lra_optuna``, the report's study section;
 - ``cluster`` (Hydra's submitit and joblib launchers): ``hydra/launcher=slurm|submitit_local|joblib``;
-- ``postgres`` (psycopg): a study in PostgreSQL (``postgresql+psycopg://...``).
+- ``postgres`` (psycopg): a study in PostgreSQL (``postgresql+psycopg://...``);
+- ``dashboards`` (wandb-workspaces): ``python -m lra.report --wandb-workspace``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ SEARCH = Extra("search", "optuna")
 SUBMITIT = Extra("cluster", "hydra_plugins.hydra_submitit_launcher")
 JOBLIB = Extra("cluster", "hydra_plugins.hydra_joblib_launcher")
 POSTGRES = Extra("postgres", "psycopg", by_make_install=False)
+DASHBOARDS = Extra("dashboards", "wandb_workspaces")
 # Command-line choices that need an extra: (config group, option, or None for any option) -> the extra.
 CHOICES = {
     ("hparams_search", None): SEARCH,

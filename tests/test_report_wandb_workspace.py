@@ -204,8 +204,8 @@ def test_bad_targets_and_projects_without_runs_are_one_line_errors(sweep, monkey
     with pytest.raises(WorkspaceError) as error:
         build_workspaces(sweep, "me", "lra")
     assert str(error.value) == (
-        "--wandb-workspace needs the wandb-workspaces package: pip install wandb-workspaces "
-        "(or the project's extra: pip install -e '.[dashboards]')"
+        "--wandb-workspace needs the `dashboards` extra (wandb_workspaces is not installed): "
+        'pip install -e ".[dashboards]" (or make install)'
     )
 
 

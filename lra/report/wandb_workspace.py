@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from lra.errors import ConfigError
+from lra.extras import DASHBOARDS, require
 from lra.plotting import attention_color
 from lra.report.runs import Run
 
-INSTALL = "pip install wandb-workspaces (or the project's extra: pip install -e '.[dashboards]')"
 VIEW_PREFIX = "LRA"
 TASK_KEY, ATTENTION_KEY, SEED_KEY = "task.name", "attention.name", "seed"
 SPT_KEY = "pretrain.mode"  # how a run was self-pretrained (lra.report.runs: the SPT rows)
@@ -40,10 +41,12 @@ def api() -> tuple[ModuleType, ModuleType]:
     """``(wandb_workspaces.workspaces, wandb_workspaces.reports.v2)``; ``WorkspaceError`` naming the
     install command when the package is missing."""
     try:
-        import wandb_workspaces.reports.v2 as reports
-        import wandb_workspaces.workspaces as workspaces
-    except ImportError:
-        raise WorkspaceError(f"--wandb-workspace needs the wandb-workspaces package: {INSTALL}") from None
+        require(DASHBOARDS, "--wandb-workspace")
+    except ConfigError as error:
+        raise WorkspaceError(str(error)) from None
+    import wandb_workspaces.reports.v2 as reports
+    import wandb_workspaces.workspaces as workspaces
+
     return workspaces, reports
 
 
