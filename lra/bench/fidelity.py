@@ -22,7 +22,7 @@ import torch
 import attention_zoo
 from lra.bench import fidelity_measure
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.output import Outputs, log_log, panel_grid
+from lra.bench.output import Outputs, add_out_argument, log_log, panel_grid
 from lra.plotting import attention_color, legend_below
 from lra.provenance import markdown_table
 
@@ -89,7 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--checkpoint", type=Path, help="a Lightning checkpoint of the harness")
     add("--data-root", type=Path, help="prepared data root for --checkpoint")
     add("--checkpoint-batch", type=int, default=8, help="validation examples for --checkpoint")
-    add("--out", type=Path, default=Path("results"))
+    add_out_argument(parser, "fidelity_cpu.*")
 
 
 def settings_from(args: argparse.Namespace) -> FidelitySettings:
