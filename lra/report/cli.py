@@ -7,7 +7,8 @@ Reads every ``summary.json`` under ``--runs`` (default ``outputs/`` and ``multir
 paper's tables beside its published figures (``lra.report.paper_layouts``; ``--paper`` picks one),
 and the jobs that did not complete. ``--final`` adds the accuracy at the final weights; ``--wandb``
 logs the same to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B
-workspace views of the runs (``lra.report.wandb_workspace``).
+workspace views of the runs (``lra.report.wandb_workspace``). ``--since``, ``--match`` and
+``--exclude-failed`` choose the runs, for the report and ``--progress`` alike (``lra.report.selection``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protoco
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
+from lra.report.selection import Selection, add_selection_arguments
 from lra.report.studies import studies_section
 from lra.report.wandb_workspace import write_workspaces
 
@@ -58,6 +60,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         action="store_true",
         help="print the jobs completed, running, interrupted and failed per task x attention, and stop",
     )
+    add_selection_arguments(parser)
     args = parser.parse_args(argv)
     missing = [str(root) for root in args.runs or () if not root.is_dir()]
     if missing:
@@ -91,12 +94,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     roots = args.runs or [root for root in DEFAULT_RUNS if root.is_dir()]
+    selection = Selection.from_args(args)
     if args.progress:
-        print(progress_table(roots or DEFAULT_RUNS))
+        print(progress_table(roots or DEFAULT_RUNS, selection=selection))
         return 0
-    runs = split_by_protocol(find_runs(roots))
+    found = find_runs(roots)
+    runs = split_by_protocol([r for r in found if selection.picks([r.path.parent], r.status, r.started)])
     if not runs:
         searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))
+        if found:
+            raise FileNotFoundError(
+                f"none of the {len(found)} summary.json file(s) under {searched} is chosen "
+                f"({selection.describe()}); loosen --since/--match"
+            )
         raise FileNotFoundError(
             f"no summary.json under {searched}; train first, e.g. "
             "`python -m lra task=listops attention=nystrom`, "
@@ -111,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     written = write_figures(specs, report, args.out)
     command = rerun_command("lra.report", argv)
-    text = build_report(runs, command, papers, args.final, written, report)
+    chosen = selection.describe() and f"{selection.describe()}: {len(found) - len(runs)} left out"
+    text = build_report(runs, command, papers, args.final, written, report, chosen)
     text += "".join(f"\n{section}\n" for root in roots if (section := studies_section(root, args.out)))
     (args.out / REPORT_FILE).write_text(text)
     print(f"wrote {args.out / REPORT_FILE} and {len(written)} figure(s) (PNG and SVG) in {args.out}")

@@ -106,12 +106,14 @@ def build_report(
     final: bool = False,
     written: set[str] | None = None,
     report: ReportInput | None = None,
+    chosen: str = "",
 ) -> str:
     """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
     accuracy table (and at the final weights with ``final``), scratch against self-pretrained (when
     a run was self-pretrained), each of ``papers``' sections, the
     accuracy-against-time figure, the jobs that did not complete and the W&B recipe. ``written``: the
-    figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None)."""
+    figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None);
+    ``chosen``: how the runs were chosen, for the header."""
     completed = latest_per_seed(runs)
     report = report or ReportInput(completed, [], [])
     written = written or set()
@@ -128,7 +130,7 @@ def build_report(
         f"Produced by `{command}` from {len(runs)} summary.json file(s): {len(completed)} completed "
         f"run(s) counted (the latest per attention × task × seed), "
         f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below).",
-        provenance_lines(runs),
+        provenance_lines(runs) + (f"\n- runs chosen: {chosen}" if chosen else ""),
         protocols_section(completed),
         chance_lines(completed),
         "## Test accuracy (%)",

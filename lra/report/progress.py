@@ -7,7 +7,8 @@ names carry them, and ``SPT`` for a self-pretrained job, swept or not), as ``com
 points to (a resumed or skipped job), and each run counts once. A run whose summary.json does not say
 completed, failed or nan is ``running`` when a file in its folder changed after that summary (or it has
 none) within the last ``ACTIVE_SECONDS``, else ``interrupted`` (stopped by a signal, or killed before it
-could write a summary).
+could write a summary). ``--since``, ``--match`` and ``--exclude-failed`` choose the runs counted
+(``lra.report.selection``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from lra.naming import short_keys
 from lra.provenance import markdown_table
 from lra.report.runs import SPT
+from lra.report.selection import Selection
 from lra.resume import RUN_FILE
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
 
@@ -78,16 +80,25 @@ def run_label(run_dir: Path, summary: dict[str, Any]) -> tuple[str, str]:
     return task, f"{attention} ({', '.join(parts)})" if parts else attention
 
 
-def progress_table(roots: Sequence[Path], now: float | None = None) -> str:
-    """A markdown table of job counts per task × attention and state, with a total row."""
+def progress_table(
+    roots: Sequence[Path], now: float | None = None, selection: Selection | None = None
+) -> str:
+    """A markdown table of job counts per task × attention and state, with a total row, over the runs
+    ``selection`` chooses."""
     now = time.time() if now is None else now
+    selection = selection or Selection()
     counts: dict[tuple[str, str], Counter] = {}
     for run_dir in run_folders(roots):
         summary = read_json(run_dir / SUMMARY_FILE)
-        counts.setdefault(run_label(run_dir, summary), Counter())[run_state(run_dir, summary, now)] += 1
+        state = run_state(run_dir, summary, now)
+        if selection.picks([run_dir], state, str(summary.get("started") or "")):
+            counts.setdefault(run_label(run_dir, summary), Counter())[state] += 1
     if not counts:
         searched = ", ".join(str(root) for root in roots)
-        raise FileNotFoundError(f"no job folders (run.json, resumed.json or summary.json) under {searched}")
+        chosen = f" ({selection.describe()})" if selection.describe() else ""
+        raise FileNotFoundError(
+            f"no job folders (run.json, resumed.json or summary.json) under {searched}{chosen}"
+        )
     total = sum(counts.values(), Counter())
     rows = [[task, variant, *(count[s] for s in STATES)] for (task, variant), count in sorted(counts.items())]
     rows.append(["all", "", *(total[s] for s in STATES)])

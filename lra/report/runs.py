@@ -30,7 +30,9 @@ class Run:
     """One ``summary.json``. ``variant``: the attention's name plus its non-default options (and ``SPT``
     when self-pretrained); ``protocol``: how it trained (schedule, clipping, selection window), in words;
     ``spt``: the self-pretraining label (``spt_label``), None from scratch; ``scratch_variant``: the
-    variant of the same model trained from scratch (``variant`` itself for a run from scratch)."""
+    variant of the same model trained from scratch (``variant`` itself for a run from scratch);
+    ``data``: what ``data_labels`` says of its data ("" for the task's own); ``label``: the variant
+    without its data and protocol, what a figure's panel of one data set and protocol names it by."""
 
     path: Path
     task: str
@@ -53,6 +55,8 @@ class Run:
     pretrain_time_s: float | None = None  # the pretraining's wall seconds, when recorded
     config: dict = field(default_factory=dict)  # the resolved config
     options: dict[str, str] = field(default_factory=dict)  # the options its sweep varied: {key: value}
+    data: str = ""
+    label: str = ""
 
     def value(self, metric: str) -> float | None:
         """``metric`` from summary.json's metrics, or one the report derives (``DERIVED``)."""
@@ -123,14 +127,16 @@ def data_labels(config: dict, data: dict | None) -> list[str]:
     return labels + ([GENERATED] if data.get("source") == "generator" else [])
 
 
-def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None) -> str:
+def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None,
+                  with_data: bool = True) -> str:  # fmt: skip
     """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
     that differ from the core's defaults, so sweeps over options give separate rows, then what
-    ``data_labels`` says of its data, then ``spt`` (``nystrom (num_landmarks=32, SPT)``)."""
+    ``data_labels`` says of its data (unless not ``with_data``), then ``spt``
+    (``nystrom (num_landmarks=32, SPT)``)."""
     chosen = config.get("attention") or {}
     defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
     changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
-    changed += data_labels(config, data) + ([spt] if spt else [])
+    changed += (data_labels(config, data) if with_data else []) + ([spt] if spt else [])
     return f"{attention} ({', '.join(changed)})" if changed else attention
 
 
@@ -167,6 +173,8 @@ def load_run(path: Path) -> Run:
             pretrain_time_s=(pretrain or {}).get("time_s"),
             config=config,
             options=summary.get("options") or {},
+            data=", ".join(data_labels(config, data)),
+            label=variant_label(attention, config, data, spt, with_data=False),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
