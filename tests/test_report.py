@@ -69,16 +69,16 @@ def test_mean_std_seed_count_and_average(runs: Path):
     assert main(["--runs", str(runs / "outputs"), str(runs / "multirun"), "--out", str(out)]) == 0
     text = (out / "lra_table.md").read_text()
     assert table_row(text, "nystrom") == [
-        "35.00 ± 5.00 (3)",
-        "62.00 ± 2.00 (3)",
-        "80.00 ± 0.00 (3)",
-        "43.00 ± 3.00 (3)",
-        "72.00 ± 2.00 (3)",
+        "35.00 ± 5.00 [22.58, 47.42] (3)",  # the 95% interval: ± t(2) 4.303 × 5 / √3
+        "62.00 ± 2.00 [57.03, 66.97] (3)",
+        "80.00 ± 0.00 [80.00, 80.00] (3)",
+        "43.00 ± 3.00 [35.55, 50.45] (3)",
+        "72.00 ± 2.00 [67.03, 76.97] (3)",
         f"{NYSTROM_AVERAGE:.2f}",
     ]
-    # the rerun seed 0 (37) replaces the first (10): mean of 37 and 39, sample std √2
+    # the rerun seed 0 (37) replaces the first (10): mean of 37 and 39, sample std √2, ± t(1) 12.71 × √2 / √2
     assert table_row(text, "standard") == [
-        "38.00 ± 1.41 (2)",
+        "38.00 ± 1.41 [25.29, 50.71] (2)",
         "65.50 (1)",
         "—",
         "—",
@@ -170,7 +170,7 @@ def test_runs_trained_under_other_protocols_get_their_own_rows_and_the_header_sa
     assert table_row(text, "nystrom [one_cycle, clip value 1.0, best after 20%]")[0] == "50.00 (1)"
     assert (
         table_row(text, "nystrom [warmup_linear, clip norm 1.0, best of all evaluations]")[0]
-        == "35.00 ± 7.07 (2)"
+        == "35.00 ± 7.07 [-28.53, 98.53] (2)"
     )
 
 

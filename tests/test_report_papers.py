@@ -67,12 +67,12 @@ def test_runs_at_chance_are_flagged_in_the_tables_and_counted_at_the_top(tmp_pat
     assert main(["--runs", str(runs), "--out", str(out), "--final", "--paper", "nystromformer"]) == 0
     text = (out / "lra_table.md").read_text()
     # performer: 50.5% (at chance: at most 50% + 1 point) and 51.5% (not) on each task
-    assert "| performer | 51.00 ± 0.71 (2, 1 at chance) |" in text
+    assert "| performer | 51.00 ± 0.71 [44.65, 57.35] (2, 1 at chance) |" in text
     # five performer runs and the budget variant's 30%
     assert "at most the test split's majority-class share + 1 point): 6 run(s)" in text
     assert "## Test accuracy at the final weights (%)" in text
-    assert "| standard | 62.50 ± 0.71 (2) |" in text  # test/acc: 62% and 63%
-    assert "| standard | 60.00 ± 0.00 (2) |" in text.split("final weights")[1]  # test/acc_final: 60%
+    assert "| standard | 62.50 ± 0.71 [56.15, 68.85] (2) |" in text  # test/acc: 62% and 63%
+    assert "| standard | 60.00 ± 0.00 [60.00, 60.00] (2) |" in text.split("final weights")[1]  # 60% twice
 
 
 def test_schema_one_runs_say_no_flag_is_possible_and_other_schemas_one_line(tmp_path: Path, capsys):

@@ -63,8 +63,14 @@ def test_spt_runs_get_rows_of_their_own_beside_their_runs_from_scratch(tmp_path:
     text = report(write_nystrom(tmp_path / "runs"))
     accuracy = section(text, "## Test accuracy (%)")
     # schema 1 (no "pretrain") and schema 3 with "pretrain": null are both from scratch: one row
-    assert row(accuracy, "nystrom")[:2] == ["35.00 ± 5.00 (3)", "62.00 ± 2.83 (2)"]
-    assert row(accuracy, "nystrom (SPT)")[:2] == ["43.33 ± 3.06 (3)", "72.00 ± 2.00 (3)"]
+    assert row(accuracy, "nystrom")[:2] == [
+        "35.00 ± 5.00 [22.58, 47.42] (3)",
+        "62.00 ± 2.83 [36.59, 87.41] (2)",
+    ]
+    assert row(accuracy, "nystrom (SPT)")[:2] == [
+        "43.33 ± 3.06 [35.74, 50.92] (3)",
+        "72.00 ± 2.00 [67.03, 76.97] (3)",
+    ]
     assert row(accuracy, "nystrom (SPT share=0.4)")[0] == "33.00 (1)"
     side = section(text, "## From scratch vs self-pretrained (SPT)")
     # listops: the same seeds on both sides, paired: differences 10, 9 and 6 points
@@ -135,7 +141,10 @@ def test_spt_runs_at_chance_and_on_generated_data_are_marked_as_any_other(tmp_pa
     marked = row(
         section(text, "## Test accuracy (%)"), "nystrom (dataset=listops-generated, generated data, SPT)"
     )
-    assert marked[0] == "55.25 ± 6.72 (2, 1 at chance)" and marked[-1] == "none: not the LRA data"
+    assert (
+        marked[0] == "55.25 ± 6.72 [-5.10, 115.60] (2, 1 at chance)"
+        and marked[-1] == "none: not the LRA data"
+    )
     side = section(text, "## From scratch vs self-pretrained (SPT)")
     assert row(side, "listops", "nystrom (dataset=listops-generated, generated data)", "SPT")[1] == (
         "55.25 ± 6.72 (2, 1 at chance)"

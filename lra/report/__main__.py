@@ -3,9 +3,10 @@
 import sys
 
 from lra.report.cli import main
+from lra.report.compare import CompareError
 from lra.report.wandb_workspace import WorkspaceError
 
 try:
     sys.exit(main())
-except (FileNotFoundError, WorkspaceError) as error:
+except (FileNotFoundError, WorkspaceError, CompareError) as error:
     sys.exit(f"error: {error}")

@@ -8,7 +8,8 @@ paper's tables beside its published figures (``lra.report.paper_layouts``; ``--p
 and the jobs that did not complete. ``--final`` adds the accuracy at the final weights; ``--wandb``
 logs the same to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B
 workspace views of the runs (``lra.report.wandb_workspace``). ``--since``, ``--match`` and
-``--exclude-failed`` choose the runs, for the report and ``--progress`` alike (``lra.report.selection``).
+``--exclude-failed`` choose the runs, for the report and ``--progress`` alike (``lra.report.selection``);
+``--compare A B`` prints the paired difference of two variants per task instead (``lra.report.compare``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from lra.plotting import save_figure
 from lra.provenance import rerun_command
+from lra.report.compare import compare_lines
 from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
@@ -59,6 +61,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         "--progress",
         action="store_true",
         help="print the jobs completed, running, interrupted and failed per task x attention, and stop",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="print A's test accuracy minus B's per task over their shared seeds (95%% interval), and stop",
     )
     add_selection_arguments(parser)
     args = parser.parse_args(argv)
@@ -100,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     found = find_runs(roots)
     runs = split_by_protocol([r for r in found if selection.picks([r.path.parent], r.status, r.started)])
+    if args.compare:
+        print("\n".join(compare_lines(runs, *args.compare)))
+        return 0
     if not runs:
         searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))
         if found:

@@ -134,7 +134,8 @@ def build_report(
         protocols_section(completed),
         chance_lines(completed),
         "## Test accuracy (%)",
-        "Mean ± sample std over seeds (number of seeds, and how many of them are at chance) of the test "
+        "Mean ± sample std over seeds [the 95% confidence interval of the mean, Student's t, from two "
+        "seeds on] (number of seeds, and how many of them are at chance) of the test "
         "accuracy at the selected checkpoint (`test/acc`); the average is the mean of the five task "
         "means and is given only where all five tasks have runs. A row marked "
         f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import attention_zoo
+from lra.report.intervals import interval
 from lra.summary_json import SUMMARY_FILE
 
 SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.summary_json.SCHEMA among them)
@@ -195,21 +196,25 @@ def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
 
 @dataclass(frozen=True)
 class Cell:
-    """Mean and sample std (0 for one seed) of a metric over seeds, the number of seeds and how many of
-    them are at chance."""
+    """Mean and sample std (0 for one seed) of a metric over seeds, the number of seeds, how many of
+    them are at chance, and the 95% confidence interval of the mean (Student's t; None for one seed)."""
 
     mean: float
     std: float
     count: int
     at_chance: int = 0
+    ci: tuple[float, float] | None = None
 
     @classmethod
     def of(cls, values: Sequence[float], at_chance: int = 0) -> Cell:
         spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(statistics.fmean(values), spread, len(values), at_chance)
+        return cls(statistics.fmean(values), spread, len(values), at_chance, interval(values))
 
-    def format(self, digits: int = 2) -> str:
+    def format(self, digits: int = 2, with_interval: bool = False) -> str:
+        """``35.00 ± 5.00 (3)``; ``with_interval``: ``35.00 ± 5.00 [22.58, 47.42] (3)``."""
         spread = f" ± {self.std:.{digits}f}" if self.count > 1 else ""
+        if with_interval and self.ci is not None:
+            spread += f" [{self.ci[0]:.{digits}f}, {self.ci[1]:.{digits}f}]"
         flagged = f", {self.at_chance} at chance" if self.at_chance else ""
         return f"{self.mean:.{digits}f}{spread} ({self.count}{flagged})"
 

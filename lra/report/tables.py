@@ -23,10 +23,14 @@ def average_column(cells: dict[str, Cell]) -> str:
 
 
 def accuracy_table(runs: Sequence[Run], metric: str = "test/acc") -> str:
-    """Ours: ``metric`` (%) per variant × task, mean ± std (seeds, and how many at chance)."""
+    """Ours: ``metric`` (%) per variant × task, mean ± std [95% confidence interval] (seeds, and how
+    many at chance)."""
     cells = metric_cells(runs, metric, scale=100.0)
+    shown = {
+        v: {t: cell.format(with_interval=True) for t, cell in tasks.items()} for v, tasks in cells.items()
+    }
     rows = [
-        [variant, *(cells[variant][t].format() if t in cells[variant] else "—" for t in TASKS),
+        [variant, *(shown[variant].get(t, "—") for t in TASKS),
          "none: not the LRA data" if GENERATED in variant else average_column(cells[variant])]
         for variant in sorted(cells)
     ]  # fmt: skip
