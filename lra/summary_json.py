@@ -33,6 +33,7 @@ METRIC_KEYS = (
     "perf/samples_per_s",
     "perf/train_time_s",
     "model/params",
+    "model/mixer_params",
     "train/steps",
 )
 VERSIONED_PACKAGES = {

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import attention_zoo
+from lra.callbacks import parameter_counts
 from lra.model import LRAClassifier, padding_mask
 
 SEQ = 24
@@ -149,3 +150,11 @@ def test_embeddings_start_as_both_papers_code_normal_with_std_002():
     for embedding in (model.encoder.token_embedding, model.encoder.position_embedding):
         weights = embedding.weight.detach()
         assert abs(weights.mean().item()) < 2e-3 and 0.019 < weights.std().item() < 0.021
+
+
+def test_the_mixers_parameters_are_those_of_the_blocks_attention_submodules():
+    model = make_model("nystrom", num_landmarks=4)
+    attention = [p for block in model.encoder.blocks for p in block.attention.parameters()]
+    counts = parameter_counts(model)
+    assert counts["model/mixer_params"] == sum(p.numel() for p in attention) > 0
+    assert counts["model/params"] == sum(p.numel() for p in model.parameters()) > counts["model/mixer_params"]

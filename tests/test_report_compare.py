@@ -1,4 +1,5 @@
-"""Confidence intervals over seeds (Student's t) and ``python -m lra.report --compare A B``."""
+"""Confidence intervals over seeds (Student's t), ``python -m lra.report --compare A B``, and model sizes
+beside LRA's rule."""
 
 from __future__ import annotations
 
@@ -65,3 +66,17 @@ def test_compare_of_a_variant_without_runs_is_one_line_naming_the_variants(tmp_p
         result.stderr.strip()
         == "error: --compare: no completed run of 'nystrm'; the runs' variants: nystrom, standard"
     )
+
+
+def test_the_size_table_gives_the_mixers_share_and_flags_models_over_ten_percent_above_standard(tmp_path):
+    sizes = {"standard": (100_000, 33_000), "nystrom": (109_000, 42_000), "linformer": (125_000, 58_000)}
+    for attention, (total, mixer) in sizes.items():
+        metrics = {"model/params": total, "model/mixer_params": mixer}
+        write_summary(tmp_path, "listops", attention, 0, 0.4, metrics=metrics)
+    write_summary(tmp_path, "text", "linformer", 0, 0.6, metrics={"model/params": 90_000})  # no mixer count
+    out = tmp_path / "out"
+    assert main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    table = (out / "lra_table.md").read_text().split("## Model size (parameters)")[1].split("\n## ")[0]
+    assert "| standard | 100,000 (mixer 33%) | — |" in table
+    assert "| nystrom | 109,000 (mixer 39%) | — |" in table  # 9% larger: within the rule
+    assert "| linformer | 125,000 (mixer 46%) ⚑ +25% over standard | 90,000 |" in table

@@ -11,7 +11,7 @@ from lra.report import figures
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.runs import CHANCE_MARGIN, GENERATED, Run, latest_per_seed
 from lra.report.spt import spt_section
-from lra.report.tables import accuracy_table, failed_section
+from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table
 
 ACCURACY_VS_TIME = FigureSpec(
     "lra_accuracy_vs_time",
@@ -143,6 +143,12 @@ def build_report(
         "averaged as an LRA score and left out of the papers' tables below. A row marked `SPT` was "
         "self-pretrained on its task's inputs before fine-tuning (`pretrain=masked`).",
         accuracy_table(completed),
+        "## Model size (parameters)",
+        "Parameters of each model (`model/params`), with the share of its attention (`model/mixer_params`: "
+        "the encoder blocks' attention projections and core). ⚑ marks a model more than "
+        f"{SIZE_RULE:.0%} larger than the `standard` Transformer of the same task, data and protocol: "
+        "the LRA paper compares models of about the same size only.",
+        parameter_table(completed),
         *(final_blocks if final else []),
         *spt_section(completed),
         *(block for name in papers for block in paper_blocks(name, report, written)),

@@ -1,5 +1,5 @@
-"""The report's markdown tables: our accuracy per attention × task, the papers' tables in their own
-layout with ours beside each published figure, and the jobs that did not complete."""
+"""The report's markdown tables: our accuracy and model sizes per attention × task, the papers' tables in
+their own layout with ours beside each published figure, and the jobs that did not complete."""
 
 from __future__ import annotations
 
@@ -35,6 +35,43 @@ def accuracy_table(runs: Sequence[Run], metric: str = "test/acc") -> str:
         for variant in sorted(cells)
     ]  # fmt: skip
     return markdown_table(["attention", *TASKS, "average"], rows)
+
+
+PARAMS, MIXER_PARAMS = "model/params", "model/mixer_params"
+SIZE_RULE = 0.10  # LRA: a model at most 10% larger than the Transformer of its task and protocol
+
+
+def size_references(runs: Sequence[Run]) -> dict[tuple[str, str, str], float]:
+    """(task, data, protocol) -> the parameter count of ``standard`` there (with its default options
+    where it ran so, else another ``standard`` variant)."""
+    references: dict[tuple[str, str, str], float] = {}
+    for run in sorted(runs, key=lambda r: r.label == REFERENCE):  # the default standard last, so it wins
+        if run.attention == REFERENCE and run.metrics.get(PARAMS):
+            references[(run.task, run.data, run.protocol)] = float(run.metrics[PARAMS])
+    return references
+
+
+def size_cell(run: Run, references: dict[tuple[str, str, str], float]) -> str:
+    """``82,198 (mixer 41%)``, flagged ``⚑ +14% over standard`` beyond ``SIZE_RULE``."""
+    total, mixer = run.metrics.get(PARAMS), run.metrics.get(MIXER_PARAMS)
+    if not total:
+        return "—"
+    text = f"{total:,.0f}" + (f" (mixer {mixer / total:.0%})" if mixer is not None else "")
+    reference = references.get((run.task, run.data, run.protocol))
+    excess = total / reference - 1 if reference else 0.0
+    return text + (f" ⚑ +{excess:.0%} over {REFERENCE}" if excess > SIZE_RULE else "")
+
+
+def parameter_table(runs: Sequence[Run]) -> str:
+    """Parameters per variant × task (the latest run of each), with the mixer's share and the flag of
+    a model more than ``SIZE_RULE`` larger than ``standard`` of its task, data and protocol."""
+    references, latest = size_references(runs), {}
+    for run in sorted(runs, key=lambda r: r.finished):
+        latest[(run.variant, run.task)] = run
+    variants = sorted({variant for variant, _ in latest})
+    rows = [[v, *(size_cell(latest[(v, t)], references) if (v, t) in latest else "—" for t in TASKS)]
+            for v in variants]  # fmt: skip
+    return markdown_table(["attention", *TASKS], rows)
 
 
 def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str, str | None]]:
