@@ -185,6 +185,7 @@ def make_summary(
                  split's inputs of the weights fine-tuning started from (0-1, or null), "time_s":
                  pretraining seconds, or null} (docs/pretraining.md),
          "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
+         "preset": the experiment= preset it trained under, or null,
          "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
     """
     if status not in STATUSES:

@@ -110,24 +110,36 @@ def test_a_report_without_spt_runs_has_no_spt_section(tmp_path: Path):
 def test_amos_table_one_stands_beside_our_standard_rows(tmp_path: Path):
     runs = tmp_path / "runs"
     for index, task in enumerate(AMOS_SPT_ACCURACY.columns):  # every column, Path-X included
-        write_summary(runs, task, "standard", 0, 0.40 + index / 100)
-        write_summary(runs, task, "standard", 0, 0.60 + index / 100, pretrain=masked_pretrain())
+        write_summary(runs, task, "standard", 0, 0.40 + index / 100, preset="amos")
+        write_summary(
+            runs, task, "standard", 0, 0.60 + index / 100, pretrain=masked_pretrain(), preset="amos"
+        )
     generated = {"set": "listops-generated", "source": "generator"}
-    write_summary(runs, "listops", "standard", 1, 0.9, pretrain=masked_pretrain(), data=generated)
+    write_summary(
+        runs, "listops", "standard", 1, 0.9, pretrain=masked_pretrain(), data=generated, preset="amos"
+    )
     table = section(report(runs), "### Beside the published numbers")
     assert AMOS_SPT_ACCURACY.paper in table
-    assert row(table, "standard") == [
+    assert row(table, "standard: from scratch")[:-1] == [
         "40.00 (1) / 36.37", "41.00 (1) / 64.27", "42.00 (1) / 57.46", "43.00 (1) / 42.44",
         "44.00 (1) / 71.40", "45.00 (1) / chance", "42.50 / 53.66",
     ]  # fmt: skip
-    assert row(table, "standard (SPT)")[-2:] == ["65.00 (1) / 88.05", "62.50 / 81.81"]
+    assert row(table, "standard: causal SPT")[-3:-1] == ["— / 88.05", "— / 81.81"]  # none of ours is causal
+    masked = row(table, "standard (SPT): masked SPT")  # ours, masked, beside the masked row
+    assert masked[-3:-1] == ["65.00 (1) / not transcribed", "62.50 / not transcribed"]
+    assert "Table 1, masked SPT" in masked[-1]
     assert "generated data" not in table  # runs on generated data never sit beside a paper's figure
 
 
-def test_amos_table_without_our_standard_runs_shows_the_papers_rows(tmp_path: Path):
+def test_amos_table_shows_the_papers_rows_without_our_runs_of_another_size(tmp_path: Path):
     write_summary(tmp_path / "runs", "listops", "nystrom", 0, 0.4, pretrain=masked_pretrain())
+    write_summary(tmp_path / "runs", "listops", "standard", 0, 0.4, pretrain=masked_pretrain())  # 2 × 64
     table = section(report(tmp_path / "runs"), "### Beside the published numbers")
-    assert row(table, "standard")[0] == "— / 36.37" and row(table, "standard (SPT)")[0] == "— / 59.15"
+    assert row(table, "standard: from scratch")[0] == "— / 36.37"
+    assert row(table, "standard: causal SPT")[0] == "— / 59.15"
+    assert row(table, "standard: masked SPT")[0] == "— / not transcribed"
+    assert "Ours beside them: runs under `experiment=amos`." in table
+    assert "Left out, trained otherwise or at another size: nystrom (SPT), standard (SPT)." in table
 
 
 def test_spt_runs_at_chance_and_on_generated_data_are_marked_as_any_other(tmp_path: Path):

@@ -24,13 +24,15 @@ from lra.summary_json import SUMMARY_FILE
 SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.summary_json.SCHEMA among them)
 CHANCE_MARGIN = 0.01  # one accuracy point
 TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
+DEFAULT_SIZE = (2, 64)  # (layers, width) of conf/model/lra.yaml
 
 
 @dataclass(frozen=True)
 class Run:
     """One ``summary.json``. ``variant``: the attention's name plus its non-default options (and ``SPT``
     when self-pretrained); ``protocol``: how it trained (schedule, clipping, selection window), in words;
-    ``spt``: the self-pretraining label (``spt_label``), None from scratch; ``scratch_variant``: the
+    ``spt``: the self-pretraining label (``spt_label``), None from scratch; ``preset``: the
+    ``experiment=`` it trained under (``protocol`` names it first); ``scratch_variant``: the
     variant of the same model trained from scratch (``variant`` itself for a run from scratch);
     ``data``: what ``data_labels`` says of its data ("" for the task's own); ``label``: the variant
     without its data and protocol, what a figure's panel of one data set and protocol names it by."""
@@ -58,6 +60,12 @@ class Run:
     options: dict[str, str] = field(default_factory=dict)  # the options its sweep varied: {key: value}
     data: str = ""
     label: str = ""
+    preset: str | None = None  # the experiment= preset it trained under, when recorded
+
+    def size(self) -> tuple[int, int]:
+        """(layers, width) of its encoder, from its config (``DEFAULT_SIZE`` where it records none)."""
+        model = self.config.get("model") or {}
+        return (int(model.get("depth", DEFAULT_SIZE[0])), int(model.get("dim", DEFAULT_SIZE[1])))
 
     def value(self, metric: str) -> float | None:
         """``metric`` from summary.json's metrics, or one the report derives (``DERIVED``)."""
@@ -83,9 +91,12 @@ TOTAL_TIME = "total_time_s"  # derived: a self-pretrained run's time counts its 
 DERIVED: dict[str, Callable[[Run], float | None]] = {TOTAL_TIME: total_time}
 
 
-def protocol_label(protocol: dict | None) -> str:
+def protocol_label(protocol: dict | None, preset: str | None = None) -> str:
     """``one_cycle, clip value 1.0, best after 20%``: a run's training protocol from its summary.json
-    (attention dropout is an attention option, so it shows in the variant instead)."""
+    (attention dropout is an attention option, so it shows in the variant instead), after the preset
+    it trained under (``experiment=skyformer: one_cycle, ...``)."""
+    if preset:
+        return f"experiment={preset}: {protocol_label(protocol)}"
     if not protocol:
         return "unknown"
     clip = (
@@ -163,7 +174,8 @@ def load_run(path: Path) -> Run:
             device=str(summary.get("device") or "unknown"),
             started=str(summary.get("started") or ""),
             finished=str(summary.get("finished") or ""),
-            protocol=protocol_label(summary.get("protocol")),
+            protocol=protocol_label(summary.get("protocol"), summary.get("preset")),
+            preset=summary.get("preset"),
             attention=attention,
             schema=schema,
             chance=majority.get("test"),

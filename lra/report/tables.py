@@ -7,7 +7,15 @@ import statistics
 from collections.abc import Sequence
 
 from lra.provenance import markdown_table
-from lra.published_numbers import RUN_COST, RUN_COST_PAPER, SKYFORMER_TASK_ORDER, TASKS, PublishedAccuracy
+from lra.published_numbers import (
+    RUN_COST,
+    RUN_COST_PAPER,
+    SKYFORMER_ACCURACY,
+    SKYFORMER_TASK_ORDER,
+    TASKS,
+    PublishedAccuracy,
+    comparable,
+)
 from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
 
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
@@ -74,6 +82,30 @@ def parameter_table(runs: Sequence[Run]) -> str:
     return markdown_table(["attention", *TASKS], rows)
 
 
+def comparable_runs(
+    runs: Sequence[Run], size: tuple[int, int] | None, preset: str | None
+) -> tuple[list[Run], list[str]]:
+    """The runs that may sit beside published rows of ``size`` trained as ``preset`` does
+    (``lra.published_numbers.comparable``), and the variants left out (runs on generated data, which
+    never sit beside a paper's figure, aside)."""
+    kept = [run for run in runs if comparable(size, preset, run.size(), run.preset)]
+    ids = {id(run) for run in kept}
+    left = sorted({run.variant for run in runs if id(run) not in ids and GENERATED not in run.variant})
+    return kept, left
+
+
+def comparison_note(
+    protocol: str, size: tuple[int, int] | None, preset: str | None, left: Sequence[str]
+) -> str:
+    """What the published rows trained as, which of ours sit beside them, and which are left out."""
+    ours = [f"runs under `experiment={preset}`"] if preset else []
+    ours += [f"runs of {size[0]} × {size[1]}"] if size else []
+    note = f"The paper's rows: {protocol}. Ours beside them: {' or '.join(ours) or 'none'}."
+    if left:
+        note += f" Left out, trained otherwise or at another size: {', '.join(left)}."
+    return note
+
+
 def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str, str | None]]:
     """(attention, our variant or None) per row of a paper's table: each published attention with every
     variant of it we ran (or None), then the variants of attentions the paper does not have. Runs on
@@ -90,8 +122,10 @@ def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str,
 
 
 def paper_accuracy_table(runs: Sequence[Run], table: PublishedAccuracy, metric: str = "test/acc") -> str:
-    """``table`` in its paper's column order, each cell ``ours / the paper's``, AVG as the paper
-    computes it (the mean of the five task accuracies) with the paper's printed AVG beside."""
+    """``table`` in its paper's column order, each cell ``ours / the paper's`` (ours: the runs
+    ``comparable`` with its rows), AVG as the paper computes it (the mean of the five task accuracies)
+    with the paper's printed AVG beside; under it, ``comparison_note``."""
+    runs, left = comparable_runs(runs, table.size, table.preset)
     cells = metric_cells(runs, metric, scale=100.0)
     rows = []
     for attention, variant in paper_rows(runs, list(table.rows)):
@@ -104,7 +138,8 @@ def paper_accuracy_table(runs: Sequence[Run], table: PublishedAccuracy, metric: 
         mine_average = average_column(ours) if set(TASKS) <= set(ours) else "—"
         row.append(f"{mine_average} / {table.averages[attention]:.2f}" if in_paper else f"{mine_average} / —")
         rows.append(row)
-    return markdown_table(["attention", *table.columns, "AVG"], rows)
+    note = comparison_note(table.protocol, table.size, table.preset, left)
+    return markdown_table(["attention", *table.columns, "AVG"], rows) + "\n\n" + note
 
 
 def memory_cells(runs: Sequence[Run]) -> tuple[dict[str, dict[str, Cell]], list[str]]:
@@ -147,7 +182,9 @@ def cost_table(
 
 
 def skyformer_cost_tables(runs: Sequence[Run]) -> str:
-    """Skyformer Table 2: whole-run hours and peak GB per task, ours beside the paper's, with ratios."""
+    """Skyformer Table 2: whole-run hours and peak GB per task, ours (the runs ``comparable`` with its
+    rows) beside the paper's, with ratios."""
+    runs, _ = comparable_runs(runs, SKYFORMER_ACCURACY.size, SKYFORMER_ACCURACY.preset)
     hours = metric_cells(runs, TOTAL_TIME, scale=1 / 3600)
     steps = metric_cells(runs, "train/steps")
     memory, measures = memory_cells(runs)
