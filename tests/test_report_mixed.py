@@ -45,8 +45,8 @@ def test_every_figure_has_a_panel_per_task_data_and_protocol_and_keeps_its_text_
     for name in ("accuracy_vs_time", "validation_curves", "figure3 per task"):
         titles = [ax.get_title() for ax in figures[name].axes]
         assert len(titles) == len(set(titles)) == GROUPS, (name, titles)
-        demo = [t for t in titles if "generated data" in t]
-        assert len(demo) == 2 and all("warmup_linear" in t and "one_cycle" not in t for t in demo), name
+        demo = [t for t in titles if "dataset=" in t and "generated" in t]
+        assert len(demo) == 2 and all("experiment=demo" in t and "one_cycle" not in t for t in demo), name
     demo_panel = next(ax for ax in figures["accuracy_vs_time"].axes if "listops-demo" in ax.get_title())
     assert len(demo_panel.containers) == len(DEMO) + 1  # the ten attentions and the SPT demo, nothing else
     for ax in figures["figure3 per task"].axes + figures["figure3"].axes:

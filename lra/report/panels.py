@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 PANEL_INCHES = 3.4
 MAX_COLUMNS = 3  # panels side by side; more panels go on further rows
-TITLE_CHARS = 44  # a line of a panel title in PANEL_INCHES at TITLE_SIZE
+TITLE_CHARS = 38  # a line of a panel title in PANEL_INCHES at TITLE_SIZE
 TITLE_SIZE = 10
 SUPTITLE_CHARS_PER_INCH = 12  # characters of the figure's title (10 pt) per inch of width
 MIN_WIDTH_INCHES = 7.5  # room for a figure title of ~100 characters
@@ -52,7 +52,7 @@ class Panel:
     def title(self, with_protocol: bool) -> str:
         """The task, its data marks and (``with_protocol``) the protocol, wrapped to the panel's width."""
         parts = [self.data] if self.data else []
-        parts += [self.protocol] if with_protocol else []
+        parts += self.protocol.split(": ") if with_protocol else []  # the preset on a line of its own
         lines = [self.task, *(textwrap.fill(part, TITLE_CHARS) for part in parts)]
         return "\n".join(lines)
 

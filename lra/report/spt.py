@@ -91,9 +91,11 @@ def amos_table(
     ``table.attention`` we ran the same way beside it (from scratch beside from scratch; ours, masked,
     beside masked SPT) among the runs ``comparable`` with its rows; each cell ``ours / the paper's``;
     the paper's row alone (``—`` for ours) where we have none; under it, ``comparison_note``."""
-    runs, left = comparable_runs(runs, table.size, table.preset)
+    runs, left = comparable_runs(
+        [run for run in runs if run.attention == table.attention], table.size, table.preset
+    )
     cells = metric_cells(runs, metric, scale=100.0)
-    ours = {("masked" if run.spt else None, run.variant) for run in runs if run.attention == table.attention}
+    ours = {("masked" if run.spt else None, run.variant) for run in runs}
     rows = []
     for published in table.rows:
         variants = sorted(

@@ -68,7 +68,8 @@ def run(root: Path, task: str, attention: str, seed: int, acc: float, *, dataset
 def write_mixed_runs(root: Path) -> Path:
     """The week's runs under ``root``: ``root/multirun/<sweep>/<job>`` and ``root/outputs/<run>``."""
     sweeps = root / "multirun"
-    demo = {"dataset": "listops-demo", "generated": True, "features": 16, "protocol": DEFAULT, "steps": 2000}
+    demo = {"dataset": "listops-demo", "generated": True, "features": 16, "protocol": DEFAULT, "steps": 2000,
+            "preset": "demo"}  # fmt: skip
     for attention, (acc, step_ms) in DEMO.items():
         run(sweeps / "demo-all", "listops", attention, 0, acc, step_ms=step_ms, **demo)
     for seed in (0, 1):
@@ -77,8 +78,8 @@ def write_mixed_runs(root: Path) -> Path:
         for attention, acc in (("standard", 0.61), ("nystrom", 0.63), ("performer", 0.58)):
             run(sweeps / "pathfinder-demo", "pathfinder", attention, seed, acc + 0.01 * seed,
                 dataset="pathfinder-demo", generated=True, features=16, protocol=DEFAULT, steps=600,
-                step_ms=DEMO[attention][1] * 3)  # fmt: skip
-    preset = {"generated": False, "protocol": SKYFORMER, "steps": 50000}
+                step_ms=DEMO[attention][1] * 3, preset="demo_pathfinder")  # fmt: skip
+    preset = {"generated": False, "protocol": SKYFORMER, "steps": 50000, "preset": "skyformer"}
     for attention, accuracies in PRESET.items():
         for task, acc in accuracies.items():
             step_ms = PRESET_STEP_MS[attention] * (4 if task in ("text", "retrieval") else 1)
@@ -89,14 +90,15 @@ def write_mixed_runs(root: Path) -> Path:
             step_ms = PRESET_STEP_MS[attention] * budget / 128
             run(sweeps / f"skyformer-features={budget}", "listops", attention, 0, 0.36 + budget / 3200,
                 dataset="listops", features=budget, step_ms=step_ms, **preset)  # fmt: skip
-    text = {"dataset": "text", "generated": False, "features": None, "protocol": NYSTROMFORMER}
+    text = {"dataset": "text", "generated": False, "features": None, "protocol": NYSTROMFORMER,
+            "preset": "nystromformer"}  # fmt: skip
     for attention, (acc, step_ms) in TEXT_NYSTROMFORMER.items():
         for seed in (0, 1):
             run(sweeps / "nystromformer-text", "text", attention, seed, acc + 0.02 * seed, step_ms=step_ms,
                 steps=20000, **text)  # fmt: skip
     for task, attention, seed, status, error in FAILURES:
         write_summary(root / "outputs", task, attention, seed, None, status=status, error=error, schema=3,
-                      protocol=SKYFORMER, finished="2025-01-03T09:00:00")  # fmt: skip
+                      protocol=SKYFORMER, preset="skyformer", finished="2025-01-03T09:00:00")  # fmt: skip
     return root
 
 
