@@ -28,6 +28,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from data_prep.storage import write_json
+from lra.checkpoint_files import (
+    CHECKPOINT_DIR,
+    LAST_CHECKPOINT,
+    PRETRAIN_BEST_CHECKPOINT,
+    PRETRAIN_LAST_CHECKPOINT,
+    check_checkpoint,
+    resumable_checkpoint,
+    saved_checkpoints,
+)
 from lra.errors import ConfigError
 from lra.naming import IGNORED_KEYS, run_name, varied_options
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE
@@ -35,9 +44,6 @@ from lra.summary_json import POINTER_FILE, SUMMARY_FILE
 log = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
-CHECKPOINT_DIR = "checkpoints"
-LAST_CHECKPOINT = "last"  # checkpoints/last.ckpt
-PRETRAIN_LAST_CHECKPOINT = "pretrain-last"  # checkpoints/pretrain-last.ckpt: the pretraining stage's
 
 
 @dataclass(frozen=True)
@@ -51,23 +57,9 @@ class RunPlan:
     completed: bool = False
 
 
-def last_checkpoint(directory: Path) -> Path:
-    return directory / CHECKPOINT_DIR / f"{LAST_CHECKPOINT}.ckpt"
-
-
-def resumable_checkpoint(directory: Path) -> Path | None:
-    """The checkpoint a run in ``directory`` continues from: fine-tuning's ``last.ckpt``, else the
-    pretraining stage's ``pretrain-last.ckpt``; None when it has neither."""
-    for name in (LAST_CHECKPOINT, PRETRAIN_LAST_CHECKPOINT):
-        path = directory / CHECKPOINT_DIR / f"{name}.ckpt"
-        if path.is_file():
-            return path
-    return None
-
-
 def is_pretraining_checkpoint(path: Path | None) -> bool:
-    """Whether ``path`` holds the state of a pretraining stage (``pretrain-last.ckpt``)."""
-    return path is not None and path.stem == PRETRAIN_LAST_CHECKPOINT
+    """Whether ``path`` holds the state of a pretraining stage (``pretrain-last`` or ``-best.ckpt``)."""
+    return path is not None and path.stem in (PRETRAIN_LAST_CHECKPOINT, PRETRAIN_BEST_CHECKPOINT)
 
 
 def comparable_config(cfg: DictConfig) -> dict[str, Any]:
@@ -161,10 +153,10 @@ def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | N
     fingerprint = job_fingerprint(config)
     candidates = []
     for directory, run_file in folders:
-        checkpoint = resumable_checkpoint(directory)
+        saved = saved_checkpoints(directory / CHECKPOINT_DIR)  # verified once chosen: resumable_checkpoint
         same_job = recorded_fingerprint(run_file) == fingerprint
-        if same_job and checkpoint is not None and run_status(directory) != "completed":
-            candidates.append((checkpoint.stat().st_mtime, directory))
+        if same_job and saved and run_status(directory) != "completed":
+            candidates.append((saved[0].stat().st_mtime, directory))
     return max(candidates)[1] if candidates else None
 
 
@@ -222,12 +214,13 @@ def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunP
         checkpoint = resumable_checkpoint(path)
         if checkpoint is None:
             raise FileNotFoundError(
-                f"resume={path}: no {last_checkpoint(path).relative_to(path)} in that folder "
+                f"resume={path}: no {CHECKPOINT_DIR}/{LAST_CHECKPOINT}.ckpt in that folder "
                 f"(nor {PRETRAIN_LAST_CHECKPOINT}.ckpt; a run saves it at its first evaluation); "
                 "resume=null starts afresh"
             )
         return continued_run(path, checkpoint, config)
     if path.is_file() and path.suffix == ".ckpt":
+        check_checkpoint(path)  # the file asked for, or none: no fallback to another
         directory = path.parent.parent
         if path.parent.name == CHECKPOINT_DIR and (directory / RUN_FILE).is_file():
             return continued_run(directory, path, config)
