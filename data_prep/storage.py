@@ -95,9 +95,10 @@ def write_json(path: Path, content: dict[str, Any]) -> Path:
     try:
         partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
         os.replace(partial, path)
-    except OSError as error:  # a full disk, say: no partial file is left behind
+    except BaseException as error:  # a full disk or a signal: no partial file is left behind
         partial.unlink(missing_ok=True)
-        name_the_file(error, path)
+        if isinstance(error, OSError):
+            name_the_file(error, path)
         raise
     return path
 

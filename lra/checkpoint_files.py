@@ -80,12 +80,10 @@ def write_file(path: Path, content: bytes | memoryview) -> None:
             stamps[path.name + REPLACED] = replaced
         write_stamps(folder, stamps)
         os.replace(partial, path)
-    except OSError as error:
+    except BaseException as error:  # a full disk or a signal: no partial file is left behind
         partial.unlink(missing_ok=True)
-        name_the_file(error, path)
-        raise
-    except BaseException:
-        partial.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            name_the_file(error, path)
         raise
     sync_folder(folder)
     if stamps.pop(path.name + REPLACED, None) is not None:
