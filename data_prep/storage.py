@@ -98,15 +98,15 @@ def write_json(path: Path, content: dict[str, Any]) -> Path:
     except BaseException as error:  # a full disk or a signal: no partial file is left behind
         partial.unlink(missing_ok=True)
         if isinstance(error, OSError):
-            name_the_file(error, path)
+            raise naming(error, path) from error
         raise
     return path
 
 
-def name_the_file(error: OSError, path: Path) -> None:
-    """Make ``error`` name ``path``, the file being written, rather than its temporary file or nothing
-    (a failed ``write`` names none)."""
-    error.filename, error.filename2 = str(path), None
+def naming(error: OSError, path: Path) -> OSError:
+    """``error`` as an ``OSError`` of its errno that names ``path``, the file being written (rather
+    than its temporary file, or nothing: a failed ``write`` names none)."""
+    return OSError(error.errno, error.strerror, str(path))
 
 
 def write_meta(directory: Path, meta: dict[str, Any]) -> None:

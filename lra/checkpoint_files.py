@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from lightning.fabric.plugins import TorchCheckpointIO
 
-from data_prep.storage import STAMPS_FILE, hashed_stamp, name_the_file, write_stamps
+from data_prep.storage import STAMPS_FILE, hashed_stamp, naming, write_stamps
 from lra.errors import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def write_file(path: Path, content: bytes | memoryview) -> None:
     except BaseException as error:  # a full disk or a signal: no partial file is left behind
         partial.unlink(missing_ok=True)
         if isinstance(error, OSError):
-            name_the_file(error, path)
+            raise naming(error, path) from error
         raise
     sync_folder(folder)
     if stamps.pop(path.name + REPLACED, None) is not None:
