@@ -8,7 +8,9 @@ hash, stored in ``run.json`` and ``summary.json``. Every run folder holds ``run.
 its fingerprint, the job's name, options, overrides and W&B run id) and, from its first evaluation
 on, ``checkpoints/last.ckpt`` (Lightning's full state with the loader's position and the RNG states);
 a self-pretrained run also ``checkpoints/pretrain-last.ckpt``, the same for its pretraining stage,
-which a run without ``last.ckpt`` yet continues from (``lra.pretrain_stage``). A resumed run continues
+which a run without ``last.ckpt`` yet continues from (``lra.pretrain_stage``). Each is verified against
+its recorded SHA-256 before a resume, which falls back to the newest that verifies
+(``lra.checkpoint_files``). A resumed run continues
 in the ORIGINAL folder, so reports see one run; the resuming command's own Hydra folder keeps only
 its logs and ``resumed.json``, a pointer to where the run went on.
 """
