@@ -278,9 +278,9 @@ def plan_run(
       else, when a run of the same job completed, skip the job and report that run's summary.json;
       else start afresh. A run of the same command-line overrides but another config (the config files
       changed since) is refused with one line instead: ``resume=null`` starts it afresh.
-    - ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``, else ``pretrain-last.ckpt``) or a
-      ``.ckpt`` file. A checkpoint
-      inside a run folder continues that folder (its config must equal this one); any other ``.ckpt``
+    - ``resume=PATH``: a run folder (the newest of its checkpoints that verifies:
+      ``lra.checkpoint_files.resumable_checkpoint``) or a ``.ckpt`` file. A checkpoint inside a run
+      folder continues that folder (its config must equal this one); any other ``.ckpt``
       starts this run's new folder from its state.
     - ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
       with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.preemption``).

@@ -4,8 +4,10 @@ there (``lra.train``; under DDP only process 0, the one that writes the run's fi
 The lock is ``flock``: the kernel releases it when the process ends, however it ends (SIGKILL
 included), so no stale lock is ever left to clean up; the file stays, holding the pid, host and start
 of its last holder for the message a second process stops with. ``flock`` locks belong to an open
-file, so a second lock from the same process conflicts too. On NFS, Linux carries ``flock`` as a
-POSIX lock through the server's lock manager, which every client sees.
+file, so a second lock from the same process conflicts too. A forked child (a data loader worker)
+closes its copy of the file at once: a copy would keep the lock alive after its holder ended. On
+NFS, Linux carries ``flock`` as a POSIX lock through the server's lock manager, which every client
+sees.
 """
 
 from __future__ import annotations
@@ -20,6 +22,17 @@ from lra.errors import RunFolderBusy
 
 LOCK_FILE = "run.lock"
 HOLDER_WAIT_S = 1.0  # how long a refused process waits for the holder to write its pid, at most
+HELD: set[int] = set()  # the lock files this process holds open
+
+
+def close_held_in_child() -> None:
+    """In a forked child: close its copies of the held lock files (the parent's locks stay)."""
+    for handle in HELD:
+        os.close(handle)
+    HELD.clear()
+
+
+os.register_at_fork(after_in_child=close_held_in_child)
 
 
 class RunLock:
@@ -46,11 +59,13 @@ class RunLock:
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         os.ftruncate(handle, 0)
         os.write(handle, f"pid {os.getpid()} on host {socket.gethostname()} since {started}\n".encode())
+        HELD.add(handle)
         return cls(directory, handle)
 
     def release(self) -> None:
         """Unlock the folder (closing the file releases the lock); its file stays."""
         if self.handle >= 0:
+            HELD.discard(self.handle)
             os.close(self.handle)
             self.handle = -1
 

@@ -64,6 +64,24 @@ def test_a_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
     RunLock.acquire(folder).release()
 
 
+def test_a_forked_child_does_not_keep_the_lock_of_its_parent(tmp_path):
+    folder = tmp_path / "run"
+    lock = RunLock.acquire(folder)
+    ready, started = os.pipe()
+    child = os.fork()  # as a data loader worker is started
+    if child == 0:  # the fork hooks have run when os.fork returns here
+        os.write(started, b"x")
+        time.sleep(30)
+        os._exit(0)
+    try:
+        assert os.read(ready, 1) == b"x"
+        lock.release()
+        RunLock.acquire(folder).release()  # the child's copy of the file holds nothing
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+
+
 def lra_run(folder: Path, data_root: Path, cwd: Path, *extra: str) -> subprocess.Popen:
     env = {
         **os.environ,
