@@ -67,6 +67,8 @@ def write_file(path: Path, content: bytes | memoryview) -> None:
     (module docstring); an ``OSError`` names ``path`` and leaves the old file and stamp as they were."""
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(f".{path.name}.tmp-*"):  # a SIGKILLed writer's: one writer per run folder
+        stale.unlink(missing_ok=True)
     partial = folder / f".{path.name}.tmp-{os.getpid()}"
     try:
         with open(partial, "wb") as handle:

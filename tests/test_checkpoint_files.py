@@ -46,6 +46,7 @@ def leftovers(folder: Path) -> list[str]:
 
 def test_a_checkpoint_is_stamped_and_any_changed_byte_fails_it(tmp_path):
     path = tmp_path / "last.ckpt"
+    (tmp_path / ".last.ckpt.tmp-1").write_bytes(b"partial")  # left by a writer killed with SIGKILL
     write_checkpoint({"weights": torch.arange(1000.0)}, path)
     stamp = read_stamps(tmp_path)["last.ckpt"]
     assert set(stamp) == {"bytes", "mtime_ns", "sha256"} and stamp["bytes"] == path.stat().st_size
