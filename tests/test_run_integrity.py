@@ -138,12 +138,12 @@ def test_pretraining_checkpoints_are_stamped_too(data_root, tmp_path):
     )
 
 
-def test_resume_auto_of_a_run_held_by_another_process_stops_and_leaves_it_alone(data_root, tmp_path):
+def test_resuming_a_run_held_by_another_process_stops_and_leaves_it_alone(data_root, tmp_path):
     folder, job = tmp_path / "run", tmp_path / "job"
     completed_run(data_root, folder)
     (folder / "summary.json").unlink()  # as after a SIGKILL past the last evaluation
     before = sorted(folder.rglob("*"))
-    holder = RunLock.acquire(folder)  # the other resume=auto, started first
+    holder = RunLock.acquire(folder)  # another resume of it, started first
     refused = run(in_process(data_root, f"resume={folder}", max_steps=MAX_STEPS), job)
     assert refused["status"] == "failed" and refused["error"].startswith(
         f"the run folder {folder} is in use by pid"
