@@ -28,7 +28,6 @@ from lra.errors import ConfigError, CorruptCheckpointError, RunFolderBusy
 from lra.job_state import JobState
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
-from lra.run_lock import in_use_elsewhere
 from lra.summary_json import SUMMARY_FILE, make_summary, write_summary
 from lra.summary_tables import format_table
 
@@ -39,7 +38,6 @@ EXPLAINED_ERRORS = (
     CorruptDataError,
     NonFiniteLossError,
     CorruptCheckpointError,
-    RunFolderBusy,
 )
 # Exit status after SIGTERM, as a shell reports a process ended by it.
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
@@ -70,6 +68,8 @@ def failures_noted(state: JobState) -> Iterator[None]:
         yield
     except NonFiniteLossError as exception:
         state.status, state.error = "nan", str(exception)
+    except RunFolderBusy as exception:
+        state.status, state.error, state.refused_folder = "failed", str(exception), True
     except EXPLAINED_ERRORS as exception:
         state.status, state.error = "failed", str(exception)
     except SIGTERMException:
@@ -120,11 +120,12 @@ def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dic
 
 
 def written_summary(summary: dict[str, Any], state: JobState) -> tuple[dict[str, Any], str]:
-    """Write ``summary`` to the run's summary.json unless another process writes that folder (this job
-    was refused it); the summary and where it went. On a full disk its metrics are printed instead and
-    the summary returned says ``failed`` with the disk-full line."""
-    if state.lock is None and in_use_elsewhere(state.run_dir):
-        return summary, f"not written ({state.run_dir} is another process's)"
+    """Write ``summary`` to the run's summary.json unless the job was refused its run folder (it writes
+    nothing: the folder it was started in may be the other process's too); the summary and where it
+    went. On a full disk its metrics are printed instead and the summary returned says ``failed`` with
+    the disk-full line."""
+    if state.refused_folder:
+        return summary, "not written (another process writes this run)"
     try:
         return summary, str(write_summary(summary, state.run_dir))
     except OSError as error:

@@ -41,6 +41,7 @@ class JobState:
     pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
     pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
     lock: RunLock | None = None  # this job's lock on its run folder, once planned (process 0)
+    refused_folder: bool = False  # another process writes the run folder: this job writes nothing
 
     def stopped_at(self) -> str:
         """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``

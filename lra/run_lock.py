@@ -82,19 +82,3 @@ def holder(directory: Path) -> str:
         if text or time.monotonic() > deadline:
             return text or "another process (it has not written its pid yet)"
         time.sleep(0.05)
-
-
-def in_use_elsewhere(directory: Path) -> bool:
-    """Whether ``directory``'s lock is held, asked without waiting by a job that holds none there
-    itself: whether another process writes the folder."""
-    try:
-        handle = os.open(directory / LOCK_FILE, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(handle)
-    return False

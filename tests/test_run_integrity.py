@@ -149,7 +149,7 @@ def test_resuming_a_run_held_by_another_process_stops_and_leaves_it_alone(data_r
         f"the run folder {folder} is in use by pid"
     )
     assert sorted(folder.rglob("*")) == before and not (job / "resumed.json").exists()
-    assert json.loads((job / "summary.json").read_text())["error"] == refused["error"]
+    assert not (job / "summary.json").exists()  # a refused job writes nothing
     holder.release()
     resumed = run(in_process(data_root, f"resume={folder}", max_steps=MAX_STEPS), job)
     assert resumed["status"] == "completed" and resumed["output_dir"] == str(folder), resumed["error"]

@@ -3,6 +3,7 @@ SIGKILL (no stale lock), and two ``python -m lra`` writing one folder at once.""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from conftest import tiny_data_overrides
 from test_resume import REPO
 
 from lra.errors import RunFolderBusy
-from lra.run_lock import LOCK_FILE, RunLock, in_use_elsewhere
+from lra.run_lock import LOCK_FILE, RunLock
 
 HOLD = """
 import sys, time
@@ -29,10 +30,25 @@ time.sleep(60)
 """
 
 
+def locked(folder: Path) -> bool:
+    """Whether some process holds ``folder``'s lock (asked by one that holds none there)."""
+    try:
+        handle = os.open(folder / LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(handle)
+    return False
+
+
 def test_a_second_lock_on_a_run_folder_is_refused_naming_the_holder(tmp_path):
     folder = tmp_path / "run"
     first = RunLock.acquire(folder)
-    assert in_use_elsewhere(folder)
+    assert locked(folder)
     with pytest.raises(RunFolderBusy) as refused:
         RunLock.acquire(folder)
     message = str(refused.value)
@@ -43,7 +59,7 @@ def test_a_second_lock_on_a_run_folder_is_refused_naming_the_holder(tmp_path):
     )
     assert message.endswith("wait for it to end (or stop it), then resume=auto")
     first.release()
-    assert not in_use_elsewhere(folder)
+    assert not locked(folder)
     RunLock.acquire(folder).release()
     assert (folder / LOCK_FILE).is_file()  # the file stays; only the lock goes
 
@@ -107,7 +123,7 @@ def test_two_runs_into_one_folder_one_writes_the_other_stops_with_one_line(data_
     first = lra_run(folder, data_root, tmp_path, *wait)  # holds its lock until ``go`` exists
     try:
         deadline = time.monotonic() + 120
-        while not in_use_elsewhere(folder):
+        while not locked(folder):
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.05)
         second = lra_run(folder, data_root, tmp_path)
