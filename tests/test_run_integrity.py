@@ -10,7 +10,9 @@ import re
 import socket
 from pathlib import Path
 
+import lightning as L
 import torch
+from lightning.pytorch.callbacks import Callback
 from test_checkpoint_files import flip_a_byte
 from test_resume import EVAL_EVERY, in_process
 
@@ -153,3 +155,22 @@ def test_resuming_a_run_held_by_another_process_stops_and_leaves_it_alone(data_r
     holder.release()
     resumed = run(in_process(data_root, f"resume={folder}", max_steps=MAX_STEPS), job)
     assert resumed["status"] == "completed" and resumed["output_dir"] == str(folder), resumed["error"]
+
+
+class CorruptTheBestCheckpoint(Callback):
+    """Flips a byte of the best checkpoint as fitting ends, before the run tests it."""
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        flip_a_byte(Path(trainer.checkpoint_callback.best_model_path))
+
+
+def test_the_best_checkpoint_is_verified_before_it_is_tested(data_root, tmp_path):
+    corrupt = ["+callbacks.corrupt._target_=test_run_integrity.CorruptTheBestCheckpoint"]
+    summary = run(in_process(data_root, *corrupt, max_steps=EVAL_EVERY), tmp_path)
+    best = tmp_path / "checkpoints" / "best.ckpt"
+    assert summary["status"] == "failed"
+    assert (
+        summary["error"]
+        == f"the checkpoint {best} fails its SHA-256 (altered since it was written); it is not loaded"
+    )
+    assert summary["metrics"]["test/acc"] is None
