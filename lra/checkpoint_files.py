@@ -13,7 +13,8 @@ beside it, and it is verified before it is loaded.
 - ``VerifiedCheckpointIO``: Lightning's checkpoint I/O through these functions: every save of a
   ``ModelCheckpoint``, its removal of a superseded file (whose stamp goes with it), and every load (a
   resume, the test of the best checkpoint).
-- ``newest_verified``: the checkpoint a run folder continues from, after those that fail.
+- ``resumable_checkpoint``: the checkpoint a run folder continues from, the newest that verifies
+  (``newest_verified``), with one line naming a newer one that failed.
 """
 
 from __future__ import annotations
