@@ -13,6 +13,7 @@ from lightning.pytorch.loggers import Logger
 
 from lra.callbacks import EfficiencyMonitor
 from lra.data import LRADataModule
+from lra.run_lock import RunLock
 
 
 @dataclass
@@ -39,6 +40,8 @@ class JobState:
     metrics: dict[str, Any] = field(default_factory=dict)
     pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
     pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
+    lock: RunLock | None = None  # this job's lock on its run folder, once planned (process 0)
+    refused_folder: bool = False  # another process writes the run folder: this job writes nothing
 
     def stopped_at(self) -> str:
         """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``

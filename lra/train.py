@@ -40,6 +40,7 @@ from lra.resume import (
     plan_run,
     record_plan,
 )
+from lra.run_lock import RunLock
 from lra.summary_json import now_iso
 from lra.trainers import best_checkpoint, stage_trainer
 
@@ -190,9 +191,12 @@ def run(
     plan: RunPlan | None = None
     with failures_noted(state):  # a job refused here (config, resume) is recorded as failed below
         check_config(cfg)
-        plan = plan_run(cfg, output_dir, resume_roots, job_overrides)
+        planned = plan_run(cfg, output_dir, resume_roots, job_overrides)
         if rank_zero_only.rank == 0:
-            record_plan(plan, cfg, output_dir, job, job_overrides)
+            if not planned.completed:  # one writer per run folder: a second process stops here
+                state.lock = RunLock.acquire(planned.directory)
+            record_plan(planned, cfg, output_dir, job, job_overrides)
+        plan = planned
     if plan is not None and plan.completed:
         return report_completed(plan.directory)  # its summary.json stays as it is
     try:
@@ -202,4 +206,6 @@ def run(
     finally:
         finish_loggers(state.loggers)
         summary = record_outcome(cfg, job, state)
+        if state.lock is not None:
+            state.lock.release()
     return summary

@@ -20,6 +20,7 @@ from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig, OmegaConf
 
 from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
+from lra.checkpoint_files import VerifiedCheckpointIO
 from lra.job_state import TrainerParts
 from lra.preemption import lightning_plugins
 from lra.resume import CHECKPOINT_DIR
@@ -86,7 +87,7 @@ def stage_trainer(
             *extra,
         ],
         logger=loggers or False,
-        plugins=lightning_plugins(),
+        plugins=[*lightning_plugins(), VerifiedCheckpointIO()],  # atomic, stamped, verified
         default_root_dir=output_dir,
     )
     return TrainerParts(trainer, efficiency, best)
