@@ -11,13 +11,14 @@ ELLIPSIS = "…"
 
 
 def one_line(text: str, width: int) -> str:
-    """``text`` with its whitespace (line breaks included) collapsed to single spaces, cut after its
-    last whole word that leaves room for ``…`` within ``width`` characters. A first word longer than
-    ``width`` is the one cut inside a word: there is no boundary before it."""
+    """``text`` with its whitespace (line breaks included) collapsed to single spaces; when longer than
+    ``width`` characters, cut after its last whole word that leaves room for ``…`` (less the stop, comma
+    or colon that ends it). A first word longer than ``width`` is the one cut inside a word: there is no
+    boundary before it."""
     words = " ".join(text.split())
     if len(words) <= width:
         return words
     room = words[: width - len(ELLIPSIS) + 1]  # one more character: a space there ends a whole word
     cut = room.rfind(" ")
     kept = room[:cut] if cut > 0 else room[:-1]
-    return kept.rstrip(" ,;:") + ELLIPSIS
+    return kept.rstrip(" ,.;:") + ELLIPSIS

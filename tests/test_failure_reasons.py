@@ -28,12 +28,15 @@ def test_a_reason_is_cut_after_a_whole_word_with_an_ellipsis(width):
     kept = cut.removesuffix(ELLIPSIS)
     assert cut.endswith(ELLIPSIS) and kept and WARMUP.startswith(kept)
     assert WARMUP[len(kept)] in " :"  # the next character ends a word: none is cut in half
-    assert kept[-1] not in " ,;:"
+    assert kept[-1] not in " ,.;:"
 
 
 def test_one_line_joins_lines_and_cuts_a_first_word_longer_than_the_width():
     assert one_line("RuntimeError: boom\n  at step 3", 80) == "RuntimeError: boom at step 3"
     assert one_line("/a/very/long/path/without/spaces", 10) == f"/a/very/l{ELLIPSIS}"
+    assert one_line("no data under /tmp/data. Prepare it with: python -m data_prep", 30) == (
+        f"no data under /tmp/data{ELLIPSIS}"  # no stop or colon before the ellipsis
+    )
 
 
 def summary(attention: str, status: str = "completed", error: str | None = None) -> dict:
