@@ -155,8 +155,8 @@ class SweepSummary(HydraCallback):
         unfinished = [summary for summary in summaries if summary["status"] != "completed"]
         if unfinished:
             print(
-                f"{len(unfinished)} of {len(summaries)} jobs did not complete; their summary.json files "
-                f"hold the whole error",
+                f"{len(unfinished)} of {len(summaries)} jobs did not complete; each one's summary.json "
+                f"holds its whole error",
                 file=sys.stderr,
                 flush=True,
             )
