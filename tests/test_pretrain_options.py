@@ -1,17 +1,20 @@
-"""A sweep over ``pretrain=none,masked`` takes the masked options: a run from scratch composes with them,
-ignores them, and neither its name nor its identity carries them."""
+"""The options of ``pretrain=masked``: a sweep over ``pretrain=none,masked`` takes them (a run from scratch
+composes with them, ignores them, and neither its name nor its identity carries them); Image's loss and
+Retrieval's batch are Amos et al.'s."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import torch
 from conftest import compose_config, tiny_data_overrides
 from test_harness_cli import lra_command
 
 from lra.checks import check_config
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
 from lra.pretrain_stage import is_masked, stage_steps
+from lra.pretraining import PretrainInputs, sequences
 from lra.resume import comparable_config, job_record
 
 MASKED_OPTIONS = ["pretrain.steps=100", "pretrain.mask_prob=0.2", "pretrain.loss=l1", "pretrain.lr=1e-4"]
@@ -54,3 +57,26 @@ def test_a_sweep_over_none_and_masked_with_masked_options_runs_both(data_root, t
     summaries = [json.loads((job / "summary.json").read_text()) for job in jobs]
     assert [summary["status"] for summary in summaries] == ["completed", "completed"]
     assert summaries[0]["pretrain"] is None and summaries[1]["pretrain"]["steps"] == 2
+
+
+def test_image_pretrains_with_l1_as_the_authors():
+    assert compose_config(["task=image", "pretrain=masked"]).pretrain.loss == "l1"
+
+
+def test_a_retrieval_pretraining_batch_counts_examples_of_two_documents(data_root):
+    """IdoAmos/not-from-scratch's AAN pretraining loader concatenates a batch's first and second documents:
+    a batch of 32 pairs is 64 documents. Here pretrain.batch_size=4 gives 8 documents, each one sequence."""
+    cfg = compose_config(
+        ["task=retrieval", "pretrain=masked", "pretrain.batch_size=4", f"data_root={data_root}"]
+    )
+    cfg.task.seq_len = 32  # the tiny sets' length
+    inputs = PretrainInputs.of_config(cfg, cfg.pretrain.batch_size)
+    inputs.setup("fit")
+    tokens, lengths = next(iter(inputs.train_dataloader()))
+    assert (tokens.shape, lengths.shape) == ((4, 2, 32), (4, 2))
+    flat_tokens, flat_lengths = sequences((tokens, lengths))
+    assert (flat_tokens.shape, flat_lengths.shape) == ((8, 32), (8,))
+    torch.testing.assert_close(flat_tokens[1], tokens[0, 1])  # example 0's second document
+    assert len(inputs.splits["train"]) == len(
+        inputs.prepared.split("train").tokens
+    )  # examples, not documents
