@@ -15,6 +15,7 @@ from conftest import compose_config, smoke_overrides
 from omegaconf import OmegaConf
 
 from lra.checks import check_config
+from lra.errors import ConfigError
 from lra.module import adamw_with_schedule
 from lra.train import build_model, run
 
@@ -31,10 +32,11 @@ OFFICIAL = {
 }
 
 
-def official_parameters(task: str, vocab: int, max_len: int, classes: int) -> int:
+def official_parameters(sizes: tuple, vocab: int, max_len: int, classes: int) -> int:
     """The parameters of models/transformer/transformer.py's TransformerEncoder (TransformerDualEncoder for
-    Retrieval) with the head of models/layers/common_layers.py, for the harness's vocabulary and length."""
-    emb, qkv, mlp, layers, cls, learned, dual = OFFICIAL[task]
+    Retrieval) with the head of models/layers/common_layers.py, for the harness's vocabulary and length;
+    ``sizes`` as ``OFFICIAL``'s."""
+    emb, qkv, mlp, layers, cls, learned, dual = sizes
     embedding = vocab * emb  # nn.Embed(num_embeddings=vocab_size, features=emb_dim)
     cls_token = emb if cls else 0  # self.param('cls', (1, 1, emb_dim))
     positions = (max_len + cls) * emb if learned else 0  # AddPositionEmbs: a parameter only when learned
@@ -57,19 +59,48 @@ def test_the_transformer_has_the_official_parameter_count(task):
     cfg = compose_config(["experiment=lra", f"task={task}", "attention=standard"])
     check_config(cfg)
     model = build_model(cfg)
-    expected = official_parameters(task, cfg.task.vocab_size, cfg.task.seq_len, cfg.task.num_classes)
-    assert sum(p.numel() for p in model.parameters()) == expected
+    task_shape = (cfg.task.vocab_size, cfg.task.seq_len, cfg.task.num_classes)
+    assert sum(p.numel() for p in model.parameters()) == official_parameters(OFFICIAL[task], *task_shape)
 
 
-def test_attentions_with_their_own_sizes_have_the_official_parameter_count():
-    """image/configs/pathfinder32/bigbird_base.py: 4 × 64, qkv 32, MLP 64 (BigBird adds no parameters)."""
-    cfg = compose_config(["experiment=lra", "task=pathfinder", "attention=bigbird"])
-    OFFICIAL_BIGBIRD = (64, 32, 64, 4, False, False, False)
+@pytest.mark.parametrize(
+    ("task", "attention", "sizes"),
+    [
+        ("pathfinder", "bigbird", (64, 32, 64, 4, False, False, False)),  # pathfinder32/bigbird_base.py
+        ("pathfinder", "longformer", (32, 16, 32, 2, False, False, False)),  # pathfinder32/longformer_base.py
+        ("image", "longformer", (128, 64, 128, 4, False, True, False)),  # cifar10/longformer_base.py: MEAN
+    ],
+)
+def test_attentions_with_their_own_sizes_have_the_official_parameter_count(task, attention, sizes):
+    """Attentions without parameters of their own, sized by their <attention>_base.py."""
+    cfg = compose_config(["experiment=lra", f"task={task}", f"attention={attention}"])
     model = build_model(cfg)
-    emb, qkv, mlp, layers, *_ = OFFICIAL_BIGBIRD
-    block = 4 * emb + 4 * emb * qkv + emb * mlp + mlp + mlp * emb + emb
-    expected = 256 * emb + layers * block + 2 * emb + emb * mlp + mlp + mlp * 2 + 2
-    assert sum(p.numel() for p in model.parameters()) == expected
+    task_shape = (cfg.task.vocab_size, cfg.task.seq_len, cfg.task.num_classes)
+    assert sum(p.numel() for p in model.parameters()) == official_parameters(sizes, *task_shape)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model.pooling=max", r"^model.pooling='max' is invalid: it must be one of mean, first$"),
+        ("model.dual_features=sum", r"^model.dual_features='sum' is invalid: it must be one of nli, concat$"),
+        (
+            "model.classifier_dim=[512,0]",
+            r"^model.classifier_dim=\[512, 0\] is invalid: it must be an integer",
+        ),
+        ("protocol.adam_betas=[0.9]", r"^protocol.adam_betas=\[0.9\] is invalid: it must be two numbers in"),
+        ("protocol.tested=last", r"^protocol.tested='last' is invalid: it must be one of best, final$"),
+        (
+            "model.qkv_dim=100",
+            r"^cannot build the model: model.qkv_dim=100 must be a multiple of model.num_heads=8$",
+        ),
+    ],
+)
+def test_bad_lra_options_are_one_line(override, message):
+    cfg = compose_config(["experiment=lra", "task=listops", "attention=standard", override])
+    with pytest.raises(ConfigError, match=message):
+        check_config(cfg)
+        build_model(cfg)
 
 
 def lra_learning_rate(factors: str, step: int, base: float, warmup: int, steps_per_cycle: int = 0) -> float:
