@@ -173,7 +173,8 @@ def test_launchers_compose(launcher):
     }
     assert (
         OmegaConf.to_container(cfg.hydra.sweep)["subdir"]
-        == "${hydra.job.num}_${lra.job_name:${task.name},${attention.name},${seed},${hydra.overrides.task},${pretrain.mode}}"
+        == "${hydra.job.num}_${lra.job_name:${task.name},${attention.name},${seed},"
+        "${hydra.overrides.task},${pretrain.mode}}"
     )
 
 
