@@ -17,6 +17,8 @@ from omegaconf import OmegaConf
 from lra.checks import check_config
 from lra.errors import ConfigError
 from lra.module import adamw_with_schedule
+from lra.report.runs import protocol_label
+from lra.summary_json import protocol_record
 from lra.train import build_model, run
 
 # The official sizes (emb_dim, qkv_dim, mlp_dim, num_layers, CLS token, learned positions, dual), from
@@ -225,3 +227,13 @@ def test_the_preset_trains_and_tests_the_final_weights(data_root, tmp_path, task
     metrics = summary["metrics"]
     assert metrics["train/steps"] == 20
     assert metrics["test/acc"] == metrics["test/acc_final"]  # protocol.tested=final
+
+
+def test_a_run_that_tests_its_final_weights_says_so_in_summary_and_report():
+    config = OmegaConf.to_container(
+        compose_config(["experiment=lra", "task=image", "attention=standard"]), resolve=True
+    )
+    protocol = protocol_record(config)
+    assert (protocol["schedule"], protocol["tested"]) == ("warmup_cosine", "final")
+    assert protocol_label(protocol) == "warmup_cosine, no clipping, final weights"
+    assert protocol_record(OmegaConf.to_container(compose_config([]), resolve=True))["tested"] == "best"
