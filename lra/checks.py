@@ -30,6 +30,7 @@ from attention_zoo.registry import (
 )
 from lra.errors import ConfigError
 from lra.loggers import check_loggers
+from lra.model import DUAL_FEATURES, POOLINGS
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
@@ -53,12 +54,20 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.depth": PositiveInt,
     "model.num_heads": PositiveInt,
     "model.ffn_dim": PositiveInt,
-    "model.classifier_dim": PositiveInt,
     "model.dropout": Probability,
+    "model.qkv_dim": PositiveInt | None,
+    "model.qkv_bias": bool,
+    "model.learn_pos_emb": bool,
+    "model.cls_token": bool,
+    "model.embedding_init_std": PositiveFloat,
+    "model.pooling": Literal[tuple(POOLINGS)],
+    "model.dual_features": Literal[tuple(DUAL_FEATURES)],
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
     "protocol.clip_value": PositiveFloat,
     "protocol.select_after": Probability,
+    "protocol.tested": Literal["best", "final"],
+    "protocol.adam_eps": PositiveFloat,
     "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
     "seed": Seed,
     "num_workers": NonNegativeInt,
@@ -78,6 +87,7 @@ PRETRAIN_KEYS: dict[str, Any] = {
     "pretrain.share": OpenFraction | None,
     "pretrain.from": str | None,
 }
+BETA = OptionType.of(Probability)
 KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
 PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRETRAIN_KEYS.items()}
 
@@ -104,6 +114,20 @@ def check_values(cfg: DictConfig, key_types: dict[str, OptionType] = KEY_TYPES) 
         value = OmegaConf.select(cfg, key)
         if not kind.accepts(value):
             raise ConfigError(f"{key}={value!r} is invalid: it must be {kind.describe(as_override=True)}")
+
+
+def check_widths(cfg: DictConfig) -> None:
+    """``model.classifier_dim`` (one hidden width, or a list of them) and ``protocol.adam_betas`` (two
+    numbers in [0, 1)) hold valid lists."""
+    value = cfg.model.classifier_dim
+    widths = value if OmegaConf.is_list(value) else [value]
+    if not widths or not all(KEY_TYPES["model.dim"].accepts(width) for width in widths):
+        raise ConfigError(
+            f"model.classifier_dim={value!r} is invalid: it must be an integer >= 1 or a list of them"
+        )
+    betas = cfg.protocol.adam_betas
+    if not (OmegaConf.is_list(betas) and len(betas) == 2 and all(map(BETA.accepts, betas))):
+        raise ConfigError(f"protocol.adam_betas={betas!r} is invalid: it must be two numbers in [0, 1)")
 
 
 def attention_options(attention: DictConfig) -> dict[str, Any]:
@@ -165,6 +189,7 @@ def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
     cfg = resolved(cfg)
     check_values(cfg)
+    check_widths(cfg)
     check_pretrain(cfg)
     check_schedule(cfg)
     check_attention(cfg)

@@ -5,8 +5,9 @@
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
 - ``${lra.threads_per_job:DEFAULT}``: this process's cores divided among the jobs a launcher runs at
   once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
-- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}`` and ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``:
-  a sweep job's name (``lra.naming``) and a search's study name (``lra.search.study``), for folders.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES,PRETRAIN_MODE}`` and
+  ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
+  search's study name (``lra.search.study``), for folders.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:
 def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
     """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``) and
     the ``fingerprint`` of what it computes (``lra.resume``)."""
-    options = varied_options(job_overrides)
+    options = varied_options(job_overrides, scratch=cfg.pretrain.mode == "none")
     try:
         fingerprint = job_fingerprint(comparable_config(cfg))
     except Exception:  # a config that does not resolve: the run fails on it and names the reason

@@ -71,13 +71,16 @@ def build_model(cfg: DictConfig) -> LRAClassifier:
 
 def selectable_after(cfg: DictConfig) -> int:
     """The last step whose evaluation cannot select the best checkpoint: ``protocol.select_after`` of
-    ``trainer.max_steps``, rounded down (an evaluation counts when its step is strictly after it)."""
+    ``trainer.max_steps``, rounded down (an evaluation counts when its step is strictly after it); with
+    ``protocol.tested=final`` the step before the last, so that the final weights are tested."""
+    if cfg.protocol.tested == "final":
+        return cfg.trainer.max_steps - 1
     return int(cfg.protocol.select_after * cfg.trainer.max_steps)
 
 
 def build_module(cfg: DictConfig) -> LRALitModule:
-    """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` with the
-    ``protocol.schedule`` over ``trainer.max_steps`` steps."""
+    """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` (betas and eps of
+    ``protocol``) with the ``protocol.schedule`` over ``trainer.max_steps`` steps."""
     return LRALitModule(
         build_model(cfg),
         num_classes=cfg.task.num_classes,
@@ -89,6 +92,8 @@ def build_module(cfg: DictConfig) -> LRALitModule:
         selectable_after=selectable_after(cfg),
         attention_name=cfg.attention.name,
         finite_check_every=cfg.trainer.log_every_n_steps,
+        betas=tuple(cfg.protocol.adam_betas),
+        eps=cfg.protocol.adam_eps,
     )
 
 

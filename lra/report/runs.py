@@ -90,6 +90,8 @@ def protocol_label(protocol: dict | None) -> str:
     )
     window = protocol.get("select_after") or 0
     selection = f"best after {100 * window:g}%" if window else "best of all evaluations"
+    if protocol.get("tested") == "final":
+        selection = "final weights"
     return f"{protocol.get('schedule')}, {clip}, {selection}"
 
 
