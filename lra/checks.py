@@ -33,6 +33,7 @@ from lra.loggers import check_loggers
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
+from lra.shortcuts import subject
 
 Seed = Annotated[int, Bounds(low=0, high=2**32, high_open=True)]
 OpenFraction = Annotated[float, Bounds(low=0, high=1, low_open=True, high_open=True)]
@@ -111,8 +112,10 @@ def attention_options(attention: DictConfig) -> dict[str, Any]:
     return {key: value for key, value in attention.items() if key not in ("_target_", "_partial_", "name")}
 
 
-def check_attention(cfg: DictConfig) -> None:
-    """The attention is registered, its options are valid and within the bounds the task sets."""
+def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
+    """The attention is registered, its options are valid and within the bounds the task sets; the
+    error of an option that a shortcut set names the shortcut (``lra.shortcuts``: ``raw``, the
+    unresolved config, tells)."""
     attention = cfg.attention
     names = attention_zoo.available()
     if attention.name not in names:
@@ -128,9 +131,8 @@ def check_attention(cfg: DictConfig) -> None:
         if option in attention:
             bound = OmegaConf.select(cfg, bound_key)
             if not compare(attention[option], bound):
-                raise ConfigError(
-                    f"attention.{option}={attention[option]} exceeds {bound_key}={bound} ({reason})"
-                )
+                named = subject(cfg if raw is None else raw, f"attention.{option}", attention[option])
+                raise ConfigError(f"{named} exceeds {bound_key}={bound} ({reason})")
 
 
 def check_schedule(cfg: DictConfig) -> None:
@@ -163,9 +165,9 @@ def check_pretrain(cfg: DictConfig) -> None:
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
-    cfg = resolved(cfg)
+    raw, cfg = cfg, resolved(cfg)
     check_values(cfg)
     check_pretrain(cfg)
     check_schedule(cfg)
-    check_attention(cfg)
+    check_attention(cfg, raw)
     check_loggers(cfg.logger)
