@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import CONF_DIR, compose_config
+from helpers.python_m_lra import python_m_lra
 from hydra import compose, initialize_config_dir
 
 from lra.checks import check_config
 from lra.errors import ConfigError, OutputFolderError
 from lra.hydra_errors import error_line
 from lra.paths import writable_folder
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def composition_line(overrides: list[str]) -> str:
@@ -81,11 +77,7 @@ def test_an_error_caused_by_a_shortcut_names_it():
 
 def lra_error(args: list[str], cwd: Path) -> str:
     """The stderr of ``python -m lra ARGS``, which must fail."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("HYDRA_FULL_ERROR", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "lra", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    result = python_m_lra(args, cwd, timeout=120)
     assert result.returncode == 1
     return result.stderr
 

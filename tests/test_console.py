@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +10,7 @@ import lightning as L
 import pytest
 import torch
 from conftest import compose_config, tiny_data_overrides
+from helpers.python_m_lra import python_m_lra
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import OmegaConf
 
@@ -131,19 +129,7 @@ def test_ctrl_c_prints_the_step_and_the_best_validation(data_root, tmp_path):
         *tiny_data_overrides(data_root, "trainer.max_steps=6", "task.eval_every=2"),
         *signal,
     ]
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "lra", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    result = python_m_lra(args, tmp_path)
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("lra: interrupted: Ctrl+C at step 3, best val/acc "), result.stderr[-3000:]
     assert "was raised with message" not in result.stdout + result.stderr

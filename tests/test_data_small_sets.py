@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import compose_config, write_random_set
+from helpers.python_m_lra import python_m_lra
 
 from data_prep import DataNotPreparedError, PreparedSet, resolve
 from data_prep.recipes import note_new_root
 from data_prep.small_sets import STAND_IN_SOURCE, SetShape, ensure_small, resolve_small, small_set_line
 from lra.report.runs import GENERATED, STAND_IN, data_labels
 
-REPO = Path(__file__).resolve().parent.parent
 LOG = logging.getLogger("test_small_sets")
 
 
@@ -84,7 +80,6 @@ def test_the_report_marks_a_stand_in_as_not_the_data():
 
 @pytest.mark.slow  # trains in a subprocess
 def test_fdr_runs_image_from_an_empty_data_root(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     args = [
         "task=image",
         "attention=standard",
@@ -92,14 +87,7 @@ def test_fdr_runs_image_from_an_empty_data_root(tmp_path):
         f"data_root={tmp_path / 'data'}",
         "task.seq_len=64",
     ]
-    result = subprocess.run(
-        [sys.executable, "-m", "lra", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = python_m_lra(args, tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "image-debug512-random, 512 examples of random tokens: not the image data" in result.stdout
     (summary_file,) = tmp_path.glob("outputs/image-standard-s0/*/summary.json")
