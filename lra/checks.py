@@ -11,10 +11,12 @@ need the prepared data (sequence length, vocabulary, a batch larger than the tra
 
 from __future__ import annotations
 
+import inspect
 import operator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import lightning as L
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -29,6 +31,7 @@ from attention_zoo.registry import (
     Probability,
 )
 from lra.errors import ConfigError
+from lra.hydra_errors import nearest
 from lra.loggers import check_loggers
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
@@ -163,10 +166,21 @@ def check_pretrain(cfg: DictConfig) -> None:
         weights_file(Path(cfg.pretrain["from"]))
 
 
+def check_trainer(cfg: DictConfig) -> None:
+    """Every ``trainer.*`` key is an argument of Lightning's Trainer (``+trainer.KEY=V`` adds any key)."""
+    arguments = list(inspect.signature(L.Trainer.__init__).parameters)
+    for key in cfg.trainer:
+        if key not in arguments:
+            near = nearest(str(key), arguments)
+            hint = f"; did you mean trainer.{near[0]}?" if near else ""
+            raise ConfigError(f"trainer.{key} is not an argument of Lightning's Trainer{hint}")
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
     raw, cfg = cfg, resolved(cfg)
     check_values(cfg)
+    check_trainer(cfg)
     check_pretrain(cfg)
     check_schedule(cfg)
     check_attention(cfg, raw)

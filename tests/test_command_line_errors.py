@@ -101,3 +101,12 @@ def test_python_m_lra_prints_one_line(args, expected, tmp_path):
     (tmp_path / "a-file").write_text("")
     stderr = lra_error(args, tmp_path)
     assert stderr.count("\n") == 1 and expected in stderr, stderr
+
+
+def test_a_trainer_key_added_with_plus_must_be_a_trainer_argument():
+    with pytest.raises(ConfigError) as raised:
+        check_config(compose_config(["+trainer.max_step=20"]))
+    assert (
+        str(raised.value)
+        == "trainer.max_step is not an argument of Lightning's Trainer; did you mean trainer.max_steps?"
+    )
