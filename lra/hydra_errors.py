@@ -8,7 +8,8 @@ raises its errors instead of printing them, and turns each into one line from it
 - a misspelt key (``ConfigCompositionException`` caused by omegaconf's ``ConfigKeyError``): the
   nearest keys of the node it was looked up in (and the config groups, at the top level);
 - an override that does not parse (``OverrideParseException``);
-- an output folder Hydra cannot create (an ``OSError`` naming it): the key that chooses another.
+- an output folder Hydra cannot create (an ``OSError`` naming it): the key that chooses another;
+- any other error of Hydra's or omegaconf's: its first line.
 
 Anything else is a bug, and keeps its traceback. A user who sets ``HYDRA_FULL_ERROR=1`` gets Hydra's
 full traces, as Hydra documents.
@@ -24,8 +25,8 @@ from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import (
-    CompactHydraException,
     ConfigCompositionException,
+    HydraException,
     MissingConfigException,
     OverrideParseException,
 )
@@ -96,7 +97,7 @@ def error_line(error: Exception, argv: Sequence[str]) -> str | None:
         return f"cannot parse {error.override!r}: {str(error).splitlines()[0]} (the syntax: {GRAMMAR})"
     if isinstance(error, OSError) and error.filename is not None:
         return folder_line(error, any(flag in argv for flag in SWEEP_FLAGS))
-    if isinstance(error, CompactHydraException | OmegaConfBaseException):
+    if isinstance(error, HydraException | OmegaConfBaseException):  # another of Hydra's: its first line
         return str(error).strip().splitlines()[0]
     return None
 
