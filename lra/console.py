@@ -13,6 +13,7 @@ import logging
 # (module, function) a record comes from -> why the console leaves it out
 QUIET_ORIGINS: dict[tuple[str, str], str] = {
     ("logger_connector", "configure_logger"): "Lightning's advert for its LitLogger, on every run",
+    ("setup", "_determine_batch_limits"): "'Trainer(limit_val_batches=1)' was configured: the config says so",
     ("model_checkpoint", "on_exception"): (
         "'An KeyboardInterrupt was raised with message': the run's own line names the step and the "
         "best validation so far (lra.job_state)"

@@ -55,9 +55,12 @@ def test_the_console_handler_carries_the_filter():
 def test_the_default_trainer_prints_no_advert_and_no_batch_note(console, tmp_path):
     trainer = compose_config(["trainer=auto"]).trainer
     options = {key: trainer[key] for key in ("limit_val_batches", "limit_test_batches")}
+    assert options == {"limit_val_batches": None, "limit_test_batches": None}  # Lightning's default: no note
     L.Trainer(logger=CSVLogger(tmp_path), accelerator="cpu", **options)
     assert any(message.startswith("GPU available") for message in console.messages)  # the rest still shows
     assert not any("litlogger" in message or "was configured" in message for message in console.messages)
+    L.Trainer(logger=False, accelerator="cpu", limit_val_batches=1, limit_test_batches=1.0)  # trainer=smoke's
+    assert not any("was configured" in message for message in console.messages)
 
 
 def test_the_wandb_logger_sets_no_dropped_setting(tmp_path):
