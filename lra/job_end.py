@@ -78,7 +78,7 @@ def failures_noted(state: JobState) -> Iterator[None]:
         state.error = f"SIGTERM at {state.stopped_at()}; the state is saved in {saved}: resume=auto continues"
         raise SystemExit(SIGTERM_EXIT_STATUS) from None
     except (KeyboardInterrupt, SystemExit):
-        state.status, state.error = "interrupted", "interrupted before the end of the run"
+        state.status, state.error = "interrupted", state.interruption(state.run_dir / CHECKPOINT_DIR)
         raise
     except Exception as exception:
         if disk_full := disk_full_errors(exception):  # whatever else failed on the way out: one line
@@ -97,7 +97,7 @@ def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dic
     parts, datamodule = state.parts, state.datamodule
     metrics = state.metrics
     if state.status != "completed" and parts is not None:
-        metrics = {**parts.efficiency.metrics, "train/steps": parts.trainer.global_step, **metrics}
+        metrics = {**parts.efficiency.metrics, **state.reached(), **metrics}
     summary = make_summary(
         cfg,
         status=state.status,

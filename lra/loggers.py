@@ -103,6 +103,8 @@ def build_wandb(
         mode=options.mode,
         save_dir=str(output_dir),
     )
+    # Lightning passes wandb.init anonymous=None, a setting wandb warns it has dropped: leave it out.
+    logger._wandb_init.pop("anonymous", None)
     if run.pretraining:  # its own x axis: the panels of pretrain/* start at its step 0
         logger.experiment.define_metric(PRETRAIN_STEP)
         for name in PRETRAIN_METRICS:

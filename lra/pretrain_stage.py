@@ -31,6 +31,7 @@ from lra.checkpoint_files import PRETRAIN_BEST_CHECKPOINT, check_checkpoint, wri
 from lra.errors import ConfigError
 from lra.job_state import JobState
 from lra.pretraining import MASK_TOKENS, MaskedPretrainModule, PretrainInputs
+from lra.progress_bar import PRETRAINING
 from lra.resume import CHECKPOINT_DIR, PRETRAIN_LAST_CHECKPOINT, RunPlan, is_pretraining_checkpoint
 from lra.summary_json import planned_pretrain, pretrain_record
 from lra.trainers import best_checkpoint, stage_trainer
@@ -184,6 +185,7 @@ def pretrain(
         best=best,
         last_name=PRETRAIN_LAST_CHECKPOINT,
         efficiency=EfficiencyMonitor(elapsed_key="pretrain/elapsed_s", log_final=False),
+        title=PRETRAINING,
     )
     resumed = plan.checkpoint if is_pretraining_checkpoint(plan.checkpoint) else None
     try:

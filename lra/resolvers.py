@@ -20,6 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from lra.naming import job_name
 from lra.search.study import study_name
 
+BUDGET_RESOLVER = "lra.budget"  # lra.shortcuts names ``features`` in the errors of the keys it sets
+
 
 def budget(default: int, *, _root_: DictConfig) -> Any:
     """``features`` when set at the top level of the config, else ``default``."""
@@ -68,7 +70,7 @@ def threads_per_job(default: Any) -> Any:
 
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
-    OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
+    OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
