@@ -5,8 +5,9 @@
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
 - ``${lra.threads_per_job:DEFAULT}``: this process's cores divided among the jobs a launcher runs at
   once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
-- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}`` and ``${lra.study_name:TASK,ATTENTION,OVERRIDES}``:
-  a sweep job's name (``lra.naming``) and a search's study name (``lra.search.study``), for folders.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES,PRETRAIN_MODE}`` and
+  ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
+  search's study name (``lra.search.study``), for folders.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from lra.naming import job_name
 from lra.search.study import study_name
+
+BUDGET_RESOLVER = "lra.budget"  # lra.shortcuts names ``features`` in the errors of the keys it sets
 
 
 def budget(default: int, *, _root_: DictConfig) -> Any:
@@ -67,7 +70,7 @@ def threads_per_job(default: Any) -> Any:
 
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
-    OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
+    OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)

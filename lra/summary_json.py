@@ -100,6 +100,7 @@ def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
         "clip": clip,
         "clip_value": None if clip is None else protocol.get("clip_value"),
         "select_after": protocol.get("select_after"),
+        "tested": protocol.get("tested", "best"),
         "attention_dropout": (config.get("attention") or {}).get("attention_dropout"),
     }
 

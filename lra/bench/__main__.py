@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from lra.bench import compare, efficiency, fidelity, train_speed
+from lra.errors import OutputFolderError
 
 COMMANDS = {"compare": compare, "efficiency": efficiency, "fidelity": fidelity, "train-speed": train_speed}
 
@@ -26,6 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = COMMANDS[args.command]
     try:
         command.run(command.settings_from(args), argv[1:])
+    except OutputFolderError as error:  # one line: the usage is not the problem
+        sys.exit(f"{parser.prog}: {error}")
     except ValueError as error:
         parser.error(str(error))
     return 0

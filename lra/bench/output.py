@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lra.paths import writable_folder
 from lra.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
 from lra.provenance import machine_description, rerun_command
 
@@ -74,9 +75,9 @@ class Outputs:
 
     @classmethod
     def start(cls, folder: Path, benchmark: str, device: torch.device, argv: Sequence[str]) -> Outputs:
-        """``<benchmark>_<device type>`` in ``folder`` (created), the machine as it is now and the
-        command ``python -m lra.bench ARGV``."""
-        folder.mkdir(parents=True, exist_ok=True)
+        """``<benchmark>_<device type>`` in ``folder`` (created; ``OutputFolderError`` when it cannot be),
+        the machine as it is now and the command ``python -m lra.bench ARGV``."""
+        writable_folder(folder, "--out")
         command = f"- command: `{rerun_command('lra.bench', argv)}`"
         return cls(folder, f"{benchmark}_{device.type}", [*machine_description(device), command])
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from lra.paths import writable_folder
 from lra.plotting import save_figure
 from lra.provenance import rerun_command
 from lra.report.compare import compare_lines
@@ -129,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     completed = latest_per_seed(runs)
     report = ReportInput(completed, *read_curves(completed))
     specs = [spec for name in papers for spec in PAPERS[name].figures] + [ACCURACY_VS_TIME]
-    args.out.mkdir(parents=True, exist_ok=True)
+    writable_folder(args.out, "--out")
     written = write_figures(specs, report, args.out)
     command = rerun_command("lra.report", argv)
     chosen = selection.describe() and f"{selection.describe()}: {len(found) - len(runs)} left out"

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from lra.report import figures
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
-from lra.report.runs import CHANCE_MARGIN, GENERATED, Run, latest_per_seed
+from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_per_seed
 from lra.report.spt import spt_section
 from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table
 
@@ -140,7 +140,9 @@ def build_report(
         "means and is given only where all five tasks have runs. A row marked "
         f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "
         "the LRA release: a different task, not comparable with the published numbers, never "
-        "averaged as an LRA score and left out of the papers' tables below. A row marked `SPT` was "
+        "averaged as an LRA score and left out of the papers' tables below; one also marked "
+        f"`{STAND_IN}` trained on random tokens and labels (`debug=fdr` without the task's data). "
+        "A row marked `SPT` was "
         "self-pretrained on its task's inputs before fine-tuning (`pretrain=masked`).",
         accuracy_table(completed),
         "## Model size (parameters)",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import attention_zoo
+from data_prep.small_sets import STAND_IN_SOURCE
 from lra.report.intervals import interval
 from lra.summary_json import SUMMARY_FILE
 
@@ -106,10 +107,17 @@ def protocol_label(protocol: dict | None, preset: str | None = None) -> str:
     )
     window = protocol.get("select_after") or 0
     selection = f"best after {100 * window:g}%" if window else "best of all evaluations"
+    if protocol.get("tested") == "final":
+        selection = "final weights"
     return f"{protocol.get('schedule')}, {clip}, {selection}"
 
 
 GENERATED = "generated data"  # the mark of a row whose data came from a built-in generator
+STAND_IN = (
+    STAND_IN_SOURCE  # and of one whose data were random tokens (debug=fdr's stand-in for a missing set)
+)
+# summary.json's data source -> the marks of its row
+SOURCE_MARKS = {"generator": [GENERATED], STAND_IN_SOURCE: [GENERATED, STAND_IN]}
 SPT = "SPT"  # the mark of a self-pretrained row
 
 
@@ -129,14 +137,14 @@ def spt_label(pretrain: dict | None, config: dict) -> str | None:
 def data_labels(config: dict, data: dict | None) -> list[str]:
     """What a row must say about its data: the prepared set when it is not the task's own
     (``dataset=listops-demo``), and ``generated data`` when a built-in generator made it instead of
-    the LRA release or the real source, so that such runs never sit in a row that reads as the LRA
-    number. ``data`` is summary.json's record of the set (older summaries have none: the config's
-    dataset is named instead)."""
+    the LRA release or the real source (and ``random stand-in`` when it is random tokens), so that
+    such runs never sit in a row that reads as the LRA number. ``data`` is summary.json's record of
+    the set (older summaries have none: the config's dataset is named instead)."""
     task = config.get("task") or {}
     data = data or {}
     dataset = data.get("set") or task.get("dataset")
     labels = [f"dataset={dataset}"] if dataset not in (None, task.get("name")) else []
-    return labels + ([GENERATED] if data.get("source") == "generator" else [])
+    return labels + SOURCE_MARKS.get(data.get("source"), [])
 
 
 def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None,

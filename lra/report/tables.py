@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from lra.one_line import one_line
 from lra.provenance import markdown_table
 from lra.published_numbers import (
     RUN_COST,
@@ -20,6 +21,7 @@ from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
 
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
 REFERENCE = "standard"  # the attention the cost ratios are taken against, as Skyformer Table 2
+ERROR_WIDTH = 200  # characters of a failed job's error: its last line (a traceback's exception)
 
 
 def average_column(cells: dict[str, Cell]) -> str:
@@ -212,7 +214,7 @@ def failed_section(runs: Sequence[Run]) -> str:
             r.variant,
             r.seed,
             r.status,
-            (r.error.splitlines() or [""])[-1][:200].replace("|", "\\|"),
+            one_line((r.error.splitlines() or [""])[-1], ERROR_WIDTH).replace("|", "\\|"),
             f"`{r.path.parent}`",
         ]
         for r in failed

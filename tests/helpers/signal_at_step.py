@@ -3,7 +3,8 @@
 ``python -m lra +callbacks.kill._target_=helpers.signal_at_step.SignalAtStep +callbacks.kill.step=5
 +callbacks.kill.signal=SIGTERM`` with ``tests/`` on PYTHONPATH: the signal lands after the 5th optimizer
 step, exactly as one sent from outside (by a cluster before pre-emption, or ``kill -9``) at that moment.
-``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on.
+``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on,
+and of several processes running the same command (search workers) only the first is signalled.
 ``module``: the class name of the LightningModule whose training it stops (``MaskedPretrainModule``:
 the self-pretraining stage; ``LRALitModule``: fine-tuning); None stops the first to reach the step.
 """
@@ -28,6 +29,14 @@ class SignalAtStep(Callback):
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx):
         if self.module is not None and type(pl_module).__name__ != self.module:
             return
-        if trainer.global_step == self.step and not self.once.exists():
-            self.once.touch()
+        if trainer.global_step == self.step and self.claim():
             os.kill(os.getpid(), self.signal)
+
+    def claim(self) -> bool:
+        """Create the ``once`` file; False when it exists already. The creation is atomic, so of several
+        processes that reach the step at once, one signals itself."""
+        try:
+            self.once.open("x").close()
+        except FileExistsError:
+            return False
+        return True
