@@ -94,9 +94,16 @@ def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:
     return sorted(o for o in job_overrides if o.lstrip("+~").split("=", 1)[0] not in IGNORED_KEYS)
 
 
+def preset_of(job_overrides: Sequence[str]) -> str | None:
+    """The paper preset the job trained under (``experiment=NAME``), None without one."""
+    chosen = [o.split("=", 1)[1] for o in job_overrides if o.split("=", 1)[0].lstrip("+~") == "experiment"]
+    return chosen[-1] if chosen else None
+
+
 def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
-    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``) and
-    the ``fingerprint`` of what it computes (``lra.resume``)."""
+    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``), the
+    ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes
+    (``lra.resume``)."""
     options = varied_options(job_overrides, scratch=cfg.pretrain.mode == "none")
     try:
         fingerprint = job_fingerprint(comparable_config(cfg))
@@ -105,6 +112,7 @@ def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
     return {
         "name": run_name(cfg.task.name, cfg.attention.name, cfg.seed, options),
         "options": options,
+        "preset": preset_of(job_overrides),
         "fingerprint": fingerprint,
     }
 

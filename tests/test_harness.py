@@ -70,6 +70,8 @@ def test_summary_json_schema(data_root, tmp_path):
     assert summary["started"] <= summary["finished"]
     assert summary["output_dir"] == str(tmp_path.resolve())
     assert 0 <= summary["metrics"]["test/acc"] <= 1 and summary["metrics"]["model/params"] > 1000
+    assert 0 < summary["metrics"]["model/mixer_params"] < summary["metrics"]["model/params"]
+    assert summary["preset"] is None  # no experiment= preset
     assert (tmp_path / "checkpoints" / "best.ckpt").is_file()
     assert summary["schema"] == SCHEMA == 3
     assert summary["pretrain"] is None  # trained from scratch

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import attention_zoo
+from lra.callbacks import parameter_counts
 from lra.model import LRAClassifier, padding_mask
 
 SEQ = 24
@@ -255,3 +256,11 @@ def test_unknown_pooling_or_combination_is_one_line():
         make_lra_model(pooling="max")
     with pytest.raises(ValueError, match=r"^model.dual_features='sum' is not one of nli, concat$"):
         make_lra_model(dual_features="sum")
+
+
+def test_the_mixers_parameters_are_those_of_the_blocks_attention_submodules():
+    model = make_model("nystrom", num_landmarks=4)
+    attention = [p for block in model.encoder.blocks for p in block.attention.parameters()]
+    counts = parameter_counts(model)
+    assert counts["model/mixer_params"] == sum(p.numel() for p in attention) > 0
+    assert counts["model/params"] == sum(p.numel() for p in model.parameters()) > counts["model/mixer_params"]

@@ -5,9 +5,10 @@ import sys
 
 from lra.errors import OutputFolderError
 from lra.report.cli import main
+from lra.report.compare import CompareError
 from lra.report.wandb_workspace import WorkspaceError
 
 try:
     sys.exit(main())
-except (FileNotFoundError, WorkspaceError, OutputFolderError) as error:
+except (FileNotFoundError, WorkspaceError, OutputFolderError, CompareError) as error:
     sys.exit(f"error: {error}")

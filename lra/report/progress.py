@@ -11,7 +11,8 @@ could write a summary).
 
 Each job that failed or was interrupted then says why, one line each: its summary.json's ``error``, cut
 between words (``lra.one_line``); when every job failed for one reason, that reason stands once above
-the table instead.
+the table instead. ``--since``, ``--match`` and ``--exclude-failed`` choose the runs counted
+(``lra.report.selection``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lra.naming import short_keys
 from lra.one_line import one_line
 from lra.provenance import markdown_table
 from lra.report.runs import SPT
+from lra.report.selection import Selection
 from lra.resume import RUN_FILE
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
 from lra.summary_tables import shared_failure
@@ -99,22 +101,31 @@ def why_lines(failures: Sequence[tuple[str, str, str]], jobs: int) -> tuple[list
     return [], ["", "Why jobs did not complete:", *lines]
 
 
-def progress_table(roots: Sequence[Path], now: float | None = None) -> str:
+def progress_table(
+    roots: Sequence[Path], now: float | None = None, selection: Selection | None = None
+) -> str:
     """A markdown table of job counts per task × attention and state, with a total row, and why each
-    failed or interrupted job did not complete (module docstring)."""
+    failed or interrupted job did not complete (module docstring), over the runs ``selection``
+    chooses."""
     now = time.time() if now is None else now
+    selection = selection or Selection()
     counts: dict[tuple[str, str], Counter] = {}
     failures = []
     for run_dir in run_folders(roots):
         summary = read_json(run_dir / SUMMARY_FILE)
         state = run_state(run_dir, summary, now)
+        if not selection.picks([run_dir], state, str(summary.get("started") or "")):
+            continue
         counts.setdefault(run_label(run_dir, summary), Counter())[state] += 1
         if state in UNFINISHED:
             job = f"{run_dir.parent.name}/{run_dir.name}"
             failures.append((job, state, summary.get("error") or NO_SUMMARY))
     if not counts:
         searched = ", ".join(str(root) for root in roots)
-        raise FileNotFoundError(f"no job folders (run.json, resumed.json or summary.json) under {searched}")
+        chosen = f" ({selection.describe()})" if selection.describe() else ""
+        raise FileNotFoundError(
+            f"no job folders (run.json, resumed.json or summary.json) under {searched}{chosen}"
+        )
     total = sum(counts.values(), Counter())
     rows = [[task, variant, *(count[s] for s in STATES)] for (task, variant), count in sorted(counts.items())]
     rows.append(["all", "", *(total[s] for s in STATES)])
