@@ -7,6 +7,7 @@
   once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
 - ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}`` and ``${lra.study_name:TASK,ATTENTION,OVERRIDES}``:
   a sweep job's name (``lra.naming``) and a search's study name (``lra.search.study``), for folders.
+- ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lra.help_groups import user_config_groups
 from lra.naming import job_name
 from lra.search.study import study_name
 
@@ -72,3 +74,4 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
     OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)
+    OmegaConf.register_new_resolver("lra.config_groups", user_config_groups, replace=True)
