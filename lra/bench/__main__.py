@@ -26,6 +26,7 @@ GUIDE = "docs/benchmarks.md says what each command measures and writes."
 
 
 def examples_text(names: Sequence[str]) -> str:
+    """The closing lines of a --help: an example of each named command, then where the manual is."""
     lines = "\n".join(f"  {EXAMPLES[name]}" for name in names)
     return f"example{'s' if len(names) > 1 else ''}:\n{lines}\n\n{GUIDE}"
 
