@@ -26,8 +26,9 @@ SECTION = "## Adding an attention core"
 FENCED = re.compile(r"^( *)```(\w+)\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)
 # What a copy of the repository needs to run its tests (the rest: results, docs, data, outputs).
 TREE = ("attention_zoo", "conf", "data_prep", "hydra_plugins", "lra", "tests", "pyproject.toml")
-# The test modules whose tests run on every registered core (parametrized by attention_zoo.available()).
-SHARED_TESTS = ("attention_properties", "configs", "harness", "pretraining", "plotting")
+# The test modules whose tests run on every registered core (parametrized by attention_zoo.available(),
+# or looping over it: the -k expression below selects those).
+SHARED_TESTS = ("attention_properties", "configs", "harness", "pretraining", "plotting", "bench_plots")
 
 
 def section_blocks() -> dict[str, str]:
@@ -91,7 +92,7 @@ def test_an_attention_added_as_the_page_says_passes_the_shared_tests_and_runs(tm
         command = [sys.executable, *args]
         return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
 
-    selected = f"{name} or registered or every_task_composes"
+    selected = f"{name} or registered or every_task_composes or benchmark_plots"
     pytest_args = ["-v", "-p", "no:randomly", "-p", "no:cacheprovider", "-k", selected]
     tested = python("-m", "pytest", *pytest_args, *(f"tests/test_{module}.py" for module in SHARED_TESTS))
     assert tested.returncode == 0, tested.stdout[-3000:]
