@@ -8,6 +8,7 @@
 - ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES,PRETRAIN_MODE}`` and
   ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
   search's study name (``lra.search.study``), for folders.
+- ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lra.help_groups import user_config_groups
 from lra.naming import job_name
 from lra.search.study import study_name
 
@@ -75,3 +77,4 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
     OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)
+    OmegaConf.register_new_resolver("lra.config_groups", user_config_groups, replace=True)

@@ -82,6 +82,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path, device):
     assert (tmp_path / f"efficiency_{device}.png").read_bytes().startswith(PNG_MAGIC)
 
 
+@pytest.mark.slow  # three measurements, each in a fresh interpreter that imports torch
 def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
     argv = ["efficiency", "--attentions", NAIVE, "--lengths", "64", "8192", "16384", "--scopes", "layer"]
     argv += ["--repeats", "1", "--warmup", "0", "--isolation", "subprocess", "--mem-limit-mb", "256"]

@@ -35,10 +35,26 @@ from lra.report.wandb_workspace import write_workspaces
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 DEFAULT_OUT = Path("outputs") / "report"
 REPORT_FILE = "lra_table.md"
+# What --help prints, for users.
+DESCRIPTION = f"""\
+The tables and figures of your finished runs, beside the published numbers of the LRA, Nystromformer
+and Skyformer papers. Reads every summary.json under --runs and writes {REPORT_FILE} with its figures
+(PNG and SVG) into --out. With --progress it prints how far the sweeps are instead."""
+EPILOG = """\
+examples:
+  python -m lra.report --runs multirun --final     the report of every sweep, final weights included
+  python -m lra.report --progress --runs multirun  how many jobs are completed, running, interrupted or failed
+
+docs/report.md says what each table and figure shows."""
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m lra.report", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m lra.report",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--runs", nargs="+", type=Path, default=None, help="run folders (default: outputs multirun)"
     )
@@ -56,7 +72,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--wandb-workspace",
         metavar="ENTITY/PROJECT",
-        help="also save W&B workspace views of the runs in that project (lra.report.wandb_workspace)",
+        help="also save W&B workspace views of the runs in that project",
     )
     parser.add_argument(
         "--progress",
