@@ -28,7 +28,7 @@ def test_lra_help_lists_the_groups_a_user_picks_and_leaves_the_derived_ones_to_o
     listing, note = groups.split("\n\n")[1:3]  # after the heading's line: one line per group, then the note
     listed = {line.split(": ", 1)[0] for line in listing.splitlines()}
     derived = {group.split("/", 1)[0] for group in derived_groups()}
-    assert derived == {"experiment_attention", "pretrain_task", "search_space"}
+    assert derived == {"experiment_attention", "experiment_task", "pretrain_task", "search_space"}
     folders = {path.name for path in CONF_DIR.iterdir() if path.is_dir()}
     assert listed == folders - derived - {"hydra"}
     assert {"task", "attention", "pretrain", "experiment"} <= listed
