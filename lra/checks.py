@@ -163,14 +163,16 @@ def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
 
 
 def check_schedule(cfg: DictConfig) -> None:
-    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the fine-tuning."""
+    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the fine-tuning:
+    torch's ``OneCycleLR`` divides by zero unless ``2 <= warmup_steps < steps``."""
     steps = stage_steps(cfg).finetune
-    if cfg.protocol.schedule == "one_cycle" and cfg.task.warmup_steps > steps:
+    warmup = cfg.task.warmup_steps
+    if cfg.protocol.schedule == "one_cycle" and not 2 <= warmup < steps:
         total = f"trainer.max_steps={cfg.trainer.max_steps}"
         limit = total if steps == cfg.trainer.max_steps else f"the {steps} fine-tuning steps of {total}"
+        relation = "is below 2" if warmup < 2 else f"{'equals' if warmup == steps else 'exceeds'} {limit}"
         raise ConfigError(
-            f"task.warmup_steps={cfg.task.warmup_steps} exceeds {limit}: "
-            "the one_cycle schedule needs its peak within the run"
+            f"task.warmup_steps={warmup} {relation}: the one_cycle schedule needs its peak within the run"
         )
 
 

@@ -213,12 +213,17 @@ def test_launchers_compose(launcher):
             "experiment=skyformer",  # with trainer.max_steps=50 below the listops warm-up of 1000
             r"^task.warmup_steps=1000 exceeds trainer.max_steps=50: the one_cycle schedule",
         ),
+        (  # torch's OneCycleLR divides by zero at a peak on the first or the last step
+            "experiment=skyformer task.warmup_steps=50",
+            r"^task.warmup_steps=50 equals trainer.max_steps=50: the one_cycle schedule",
+        ),
+        ("experiment=skyformer task.warmup_steps=1", r"^task.warmup_steps=1 is below 2: the one_cycle"),
         ("logger.wandb.mode=sometimes", r"^logger.wandb.mode='sometimes' is invalid; valid modes"),
         ("steady_heap=2", r"^steady_heap=2 is invalid: it must be a boolean"),
     ],
 )
 def test_bad_values_are_one_clear_line(override, message):
-    cfg = compose_config([override, "trainer.max_steps=50"])
+    cfg = compose_config([*override.split(), "trainer.max_steps=50"])
     with pytest.raises(ConfigError, match=message) as caught:
         check_config(cfg)
         build_model(cfg)  # what only building can tell, still before any data or training
