@@ -146,3 +146,9 @@ def test_both_stages_train_with_their_listops_model(data_root, tmp_path):
     summary = run(compose_config(overrides), tmp_path / "run")
     assert summary["status"] == "completed", summary["error"]
     assert summary["pretrain"]["steps"] == 20 and summary["metrics"]["train/steps"] == 20
+
+
+def test_the_preset_trains_from_scratch_without_pretrain_masked():
+    cfg = compose_config(["experiment=amos", "task=pathx", "attention=standard"])
+    check_config(cfg)
+    assert cfg.pretrain.mode == "none" and cfg.model.pooling == "max" and cfg.trainer.max_steps == 1_000_000
