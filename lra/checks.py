@@ -33,7 +33,7 @@ from attention_zoo.registry import (
 from lra.errors import ConfigError
 from lra.hydra_errors import nearest
 from lra.loggers import check_loggers
-from lra.model import DUAL_FEATURES, POOLINGS
+from lra.model import ACTIVATIONS, DUAL_FEATURES, POOLINGS
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
@@ -66,6 +66,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.embedding_init_std": PositiveFloat,
     "model.pooling": Literal[tuple(POOLINGS)],
     "model.dual_features": Literal[tuple(DUAL_FEATURES)],
+    "model.classifier_activation": Literal[tuple(ACTIVATIONS)],
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
     "protocol.clip_value": PositiveFloat,
@@ -88,6 +89,7 @@ PRETRAIN_KEYS: dict[str, Any] = {
     "pretrain.lr": PositiveFloat,
     "pretrain.batch_size": PositiveInt,
     "pretrain.warmup_steps": NonNegativeInt,
+    "pretrain.schedule": Literal[tuple(SCHEDULES)],
     "pretrain.share": OpenFraction | None,
     "pretrain.from": str | None,
 }
@@ -121,13 +123,14 @@ def check_values(cfg: DictConfig, key_types: dict[str, OptionType] = KEY_TYPES) 
 
 
 def check_widths(cfg: DictConfig) -> None:
-    """``model.classifier_dim`` (one hidden width, or a list of them) and ``protocol.adam_betas`` (two
-    numbers in [0, 1)) hold valid lists."""
+    """``model.classifier_dim`` (one hidden width, or a list of them; ``[]``: a linear classifier) and
+    ``protocol.adam_betas`` (two numbers in [0, 1)) hold valid lists."""
     value = cfg.model.classifier_dim
     widths = value if OmegaConf.is_list(value) else [value]
-    if not widths or not all(KEY_TYPES["model.dim"].accepts(width) for width in widths):
+    if not all(KEY_TYPES["model.dim"].accepts(width) for width in widths):
         raise ConfigError(
-            f"model.classifier_dim={value!r} is invalid: it must be an integer >= 1 or a list of them"
+            f"model.classifier_dim={value!r} is invalid: it must be an integer >= 1 or a list of them "
+            "([] for a linear classifier)"
         )
     betas = cfg.protocol.adam_betas
     if not (OmegaConf.is_list(betas) and len(betas) == 2 and all(map(BETA.accepts, betas))):

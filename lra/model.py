@@ -3,8 +3,8 @@
 Token embedding + absolute positions (learned, drawn from N(0, 0.02²) as in the papers' code, or LRA's
 fixed sinusoids), an optional learned CLS token in front; ``depth`` pre-LayerNorm blocks (multi-head
 self-attention around a zoo core, then a GELU feed-forward); a final LayerNorm (the ``Encoder``'s token
-states, which self-pretraining predicts masked tokens from); pooling (the mean over the real positions,
-or the first position's state: the CLS token's when there is one); an MLP classifier. Retrieval
+states, which self-pretraining predicts masked tokens from); pooling (the mean or the maximum over the real
+positions, or the first position's state: the CLS token's when there is one); an MLP classifier. Retrieval
 (``dual=True``) encodes both documents with the same encoder and classifies ``[u, v, u*v, u-v]``
 (``dual_features="nli"``) or ``[u, v]`` (``"concat"``, the LRA code's).
 
@@ -93,8 +93,15 @@ def first_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return states[:, 0]
 
 
+def max_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The largest state of each feature over the real positions: (B, N, dim), mask (B, N) -> (B, dim)."""
+    return states.masked_fill(~mask[..., None], float("-inf")).amax(dim=1)
+
+
 Pair = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-POOLINGS: dict[str, Pair] = {"mean": mean_pool, "first": first_pool}
+POOLINGS: dict[str, Pair] = {"mean": mean_pool, "first": first_pool, "max": max_pool}
+# The activation after each hidden layer of the classifier.
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
 # How Retrieval combines the documents' vectors u, v (B, dim) -> (B, factor * dim): name -> (combine, factor).
 DUAL_FEATURES: dict[str, tuple[Pair, int]] = {
     "nli": (lambda u, v: torch.cat([u, v, u * v, u - v], dim=-1), 4),
@@ -177,7 +184,8 @@ class LRAClassifier(nn.Module):
     lengths: (B,) or (B, 2), the number of real tokens (the mask is ``position < length``).
     ``attention`` builds a fresh attention core for each layer from the shapes the encoder passes
     (see the module docstring); ``encoder_options`` go to ``Encoder`` (qkv width, positions, CLS).
-    ``classifier_dim``: the classifier's hidden widths (an int: one hidden layer), each with a ReLU.
+    ``classifier_dim``: the classifier's hidden widths (an int: one hidden layer; ``[]``: a linear
+    classifier), each followed by ``classifier_activation`` (ReLU, or GELU).
     """
 
     def __init__(
@@ -196,11 +204,13 @@ class LRAClassifier(nn.Module):
         classifier_dim: int | Sequence[int] = 128,
         pooling: str = "mean",
         dual_features: str = "nli",
+        classifier_activation: str = "relu",
         **encoder_options,
     ) -> None:
         super().__init__()
         choice("pooling", pooling, POOLINGS)
         choice("dual_features", dual_features, DUAL_FEATURES)
+        choice("classifier_activation", classifier_activation, ACTIVATIONS)
         self.seq_len = seq_len
         self.dual = dual
         self.pool = POOLINGS[pooling]
@@ -220,7 +230,7 @@ class LRAClassifier(nn.Module):
         widths = [factor * dim if dual else dim, *hidden]
         layers: list[nn.Module] = []
         for width_in, width_out in zip(widths, widths[1:], strict=False):
-            layers += [nn.Linear(width_in, width_out), nn.ReLU()]
+            layers += [nn.Linear(width_in, width_out), ACTIVATIONS[classifier_activation]()]
         self.classifier = nn.Sequential(*layers, nn.Linear(widths[-1], num_classes))
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -43,6 +43,21 @@ def adamw_with_schedule(
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
+def configured_adamw(module: Any) -> dict[str, Any]:
+    """``adamw_with_schedule`` with the settings a module holds as attributes (``lr``,
+    ``weight_decay``, ``schedule``, ``warmup_steps``, ``max_steps``, ``betas``, ``eps``)."""
+    return adamw_with_schedule(
+        module,
+        module.lr,
+        module.weight_decay,
+        module.schedule,
+        module.warmup_steps,
+        module.max_steps,
+        module.betas,
+        module.eps,
+    )
+
+
 class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or infinite; the message names the step and the attention."""
 
@@ -192,13 +207,4 @@ class LRALitModule(L.LightningModule):
         self.log(f"test/acc{suffix}", self.test_acc)
 
     def configure_optimizers(self) -> dict[str, Any]:
-        return adamw_with_schedule(
-            self,
-            self.lr,
-            self.weight_decay,
-            self.schedule,
-            self.warmup_steps,
-            self.max_steps,
-            self.betas,
-            self.eps,
-        )
+        return configured_adamw(self)

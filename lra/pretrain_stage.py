@@ -175,6 +175,9 @@ def pretrain(
         val_seed=cfg.seed,
         attention_name=cfg.attention.name,
         finite_check_every=cfg.trainer.log_every_n_steps,
+        schedule=settings.schedule,
+        betas=cfg.protocol.adam_betas,
+        eps=cfg.protocol.adam_eps,
     )
     best = best_checkpoint(plan.directory, PRETRAIN_BEST_CHECKPOINT, "val/pretrain_acc")
     parts = state.pretrain_parts = stage_trainer(

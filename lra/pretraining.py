@@ -25,7 +25,7 @@ import data_prep
 from lra.data import LRADataModule
 from lra.loggers import PRETRAIN_STEP
 from lra.model import padding_mask
-from lra.module import NonFiniteLossWatch, adamw_with_schedule
+from lra.module import ADAM_BETAS, ADAM_EPS, NonFiniteLossWatch, configured_adamw
 
 MASK_TOKENS = 1  # the vocabulary grows by [MASK], in both stages, so that the weights carry over as they are
 
@@ -120,8 +120,9 @@ class MaskedPretrainModule(L.LightningModule):
 
     Logs ``pretrain/loss`` (per masked token), ``pretrain/acc`` (the share of masked tokens predicted
     right) and, at each evaluation, ``val/pretrain_acc`` over the whole split; every row also carries
-    ``pretrain/step``, the stage's own step axis. AdamW at ``lr``, linearly warmed up over
-    ``warmup_steps``, then constant. A NaN or infinite loss raises ``NonFiniteLossError``.
+    ``pretrain/step``, the stage's own step axis. AdamW (``betas``, ``eps``) at ``lr`` under the
+    schedule ``schedule`` of ``lra.schedules`` (by default a linear warm-up over ``warmup_steps``, then
+    constant). A NaN or infinite loss raises ``NonFiniteLossError``.
     """
 
     def __init__(
@@ -139,6 +140,9 @@ class MaskedPretrainModule(L.LightningModule):
         val_seed: int,
         attention_name: str,
         finite_check_every: int = 50,
+        schedule: str = "warmup_constant",
+        betas: tuple[float, float] = ADAM_BETAS,
+        eps: float = ADAM_EPS,
     ) -> None:
         super().__init__()
         self.encoder = encoder
@@ -149,6 +153,9 @@ class MaskedPretrainModule(L.LightningModule):
         self.weight_decay = weight_decay
         self.warmup_steps = warmup_steps
         self.max_steps = max_steps
+        self.schedule = schedule
+        self.betas = tuple(betas)
+        self.eps = eps
         self.val_seed = val_seed
         self.val_masks = torch.Generator()
         self.nonfinite = NonFiniteLossWatch(
@@ -199,6 +206,4 @@ class MaskedPretrainModule(L.LightningModule):
         self.log(PRETRAIN_STEP, float(self.global_step), sync_dist=True)
 
     def configure_optimizers(self) -> dict[str, Any]:
-        return adamw_with_schedule(
-            self, self.lr, self.weight_decay, "warmup_constant", self.warmup_steps, self.max_steps
-        )
+        return configured_adamw(self)

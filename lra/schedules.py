@@ -4,6 +4,8 @@ optimizer step.
 - ``warmup_linear`` (the task default): the learning rate rises linearly over the first ``warmup``
   steps, ``lr · (s + 1) / warmup``, then falls linearly to 0 at ``total`` steps.
 - ``warmup_constant`` (self-pretraining, Amos et al.): the same warm-up, then ``lr`` to the end.
+- ``warmup_constant_from_zero`` (Amos et al.'s code: transformers' ``get_constant_schedule_with_warmup``):
+  a factor ``min(1, s / warmup)`` of ``lr``, so the first step's rate is 0, then ``lr`` to the end.
 - ``warmup_rsqrt`` (the LRA code's ``constant * linear_warmup * rsqrt_decay``): a factor
   ``min(1, s / warmup) / sqrt(max(s, warmup))`` of ``lr``, so that ``lr`` is that code's constant (its
   peak, at ``warmup``, is ``lr / sqrt(warmup)``); ``total`` is not used.
@@ -50,6 +52,11 @@ def linear_warmup(step: int, warmup: int) -> float:
     return min(1.0, step / warmup) if warmup else 1.0
 
 
+def warmup_constant_from_zero(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """``min(1, step / warmup)`` of ``lr`` (module docstring); ``total`` is not used."""
+    return LambdaLR(optimizer, lambda step: linear_warmup(step, warmup))
+
+
 def warmup_rsqrt(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
     """``linear_warmup * rsqrt_decay`` of the LRA code (module docstring); ``total`` is not used."""
     return LambdaLR(optimizer, lambda step: linear_warmup(step, warmup) / math.sqrt(max(step, warmup, 1)))
@@ -75,6 +82,7 @@ def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRSch
 SCHEDULES: dict[str, ScheduleBuilder] = {
     "warmup_linear": warmup_linear,
     "warmup_constant": warmup_constant,
+    "warmup_constant_from_zero": warmup_constant_from_zero,
     "warmup_rsqrt": warmup_rsqrt,
     "warmup_cosine": warmup_cosine,
     "one_cycle": one_cycle,

@@ -200,7 +200,8 @@ def test_launchers_compose(launcher):
         (
             "protocol.schedule=cosine",
             r"^protocol.schedule='cosine' is invalid: it must be one of "
-            r"warmup_linear, warmup_constant, warmup_rsqrt, warmup_cosine, one_cycle$",
+            r"warmup_linear, warmup_constant, warmup_constant_from_zero, warmup_rsqrt, "
+            r"warmup_cosine, one_cycle$",
         ),
         ("protocol.clip=l2", r"^protocol.clip='l2' is invalid: it must be one of norm, value, null"),
         ("protocol.clip_value=-1", r"^protocol.clip_value=-1 is invalid: it must be a number > 0$"),

@@ -84,7 +84,7 @@ def test_attentions_with_their_own_sizes_have_the_official_parameter_count(task,
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("model.pooling=max", r"^model.pooling='max' is invalid: it must be one of mean, first$"),
+        ("model.pooling=sum", r"^model.pooling='sum' is invalid: it must be one of mean, first, max$"),
         ("model.dual_features=sum", r"^model.dual_features='sum' is invalid: it must be one of nli, concat$"),
         (
             "model.classifier_dim=[512,0]",

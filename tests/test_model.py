@@ -252,10 +252,12 @@ def test_retrieval_concat_and_a_deeper_classifier():
 
 
 def test_unknown_pooling_or_combination_is_one_line():
-    with pytest.raises(ValueError, match=r"^model.pooling='max' is not one of mean, first$"):
-        make_lra_model(pooling="max")
+    with pytest.raises(ValueError, match=r"^model.pooling='sum' is not one of mean, first, max$"):
+        make_lra_model(pooling="sum")
     with pytest.raises(ValueError, match=r"^model.dual_features='sum' is not one of nli, concat$"):
         make_lra_model(dual_features="sum")
+    with pytest.raises(ValueError, match=r"^model.classifier_activation='tanh' is not one of relu, gelu$"):
+        make_lra_model(classifier_activation="tanh")
 
 
 def test_the_mixers_parameters_are_those_of_the_blocks_attention_submodules():

@@ -62,8 +62,8 @@ def reference_loop(model: nn.Module, batches: list, clip_value: float | None) ->
     return losses
 
 
-def reference_losses(cfg, clip_value: float | None) -> list[float]:
-    """The reference loop on the harness's initial weights and on the batches the harness draws."""
+def harness_start(cfg) -> tuple[nn.Module, list]:
+    """The harness's initial model and the first ``STEPS`` training batches it draws."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)  # as lra.train.run does before building
     model = build_module(cfg).model
     datamodule = build_datamodule(cfg)
@@ -75,7 +75,13 @@ def reference_losses(cfg, clip_value: float | None) -> list[float]:
             break
         loader.sampler.set_epoch(epoch)
         batches += list(loader)
-    return reference_loop(model, batches[:STEPS], clip_value)
+    return model, batches[:STEPS]
+
+
+def reference_losses(cfg, clip_value: float | None) -> list[float]:
+    """The reference loop on the harness's initial weights and on the batches the harness draws."""
+    model, batches = harness_start(cfg)
+    return reference_loop(model, batches, clip_value)
 
 
 def harness_losses(cfg, out: Path) -> list[float]:
