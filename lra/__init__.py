@@ -3,7 +3,8 @@
 The job: ``__main__`` (the Hydra entry) hands each composed config to ``train`` (check, plan, build,
 fit, test) with ``checks``/``errors`` (config validation), ``resume`` (where a run trains), ``model``,
 ``module``, ``data``, ``schedules``, ``callbacks``, ``loggers``, ``training_state`` (exact resume),
-``preemption`` (SLURM requeue), ``naming``, ``memory``, ``extras`` (the optional parts and
+``preemption`` (SLURM requeue), ``agreed_stop`` (every process stops at one step on SIGTERM/SIGINT),
+``rank_plan`` (one run plan for every DDP process), ``naming``, ``memory``, ``extras`` (the optional parts and
 their extras); ``job_state`` and ``job_end`` record the outcome in summary.json (``summary_json``;
 ``summary_tables`` prints it). They import attention_zoo, data_prep, Lightning, Hydra.
 Above them sit ``report`` (tables and figures of finished runs), ``bench`` (benchmarks) and

@@ -40,6 +40,11 @@ class JobState:
     pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
     pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
 
+    def current_trainer(self) -> L.Trainer | None:
+        """The trainer of the stage that ran last: fine-tuning's, else pretraining's (None before any)."""
+        parts = self.parts or self.pretrain_parts
+        return parts.trainer if parts else None
+
     def stopped_at(self) -> str:
         """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``
         before any trainer)."""

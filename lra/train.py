@@ -31,13 +31,13 @@ from lra.model import LRAClassifier
 from lra.module import LRALitModule
 from lra.naming import attention_budget
 from lra.pretrain_stage import finetuning_config, is_masked, model_vocab_size, prepare_encoder
+from lra.rank_plan import outlive_process_zero, shared_plan
 from lra.resume import (
     LAST_CHECKPOINT,
     RunPlan,
     checkpoint_step,
     is_pretraining_checkpoint,
     job_record,
-    plan_run,
     record_plan,
 )
 from lra.summary_json import now_iso
@@ -190,7 +190,7 @@ def run(
     plan: RunPlan | None = None
     with failures_noted(state):  # a job refused here (config, resume) is recorded as failed below
         check_config(cfg)
-        plan = plan_run(cfg, output_dir, resume_roots, job_overrides)
+        plan = shared_plan(cfg, output_dir, resume_roots, job_overrides)  # one plan for every DDP process
         if rank_zero_only.rank == 0:
             record_plan(plan, cfg, output_dir, job, job_overrides)
     if plan is not None and plan.completed:
@@ -202,4 +202,6 @@ def run(
     finally:
         finish_loggers(state.loggers)
         summary = record_outcome(cfg, job, state)
+        if state.status == "interrupted":
+            outlive_process_zero()
     return summary

@@ -6,6 +6,8 @@ step, exactly as one sent from outside (by a cluster before pre-emption, or ``ki
 ``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on.
 ``module``: the class name of the LightningModule whose training it stops (``MaskedPretrainModule``:
 the self-pretraining stage; ``LRALitModule``: fine-tuning); None stops the first to reach the step.
+Under DDP each process signals itself (a signal to the process group), or only the process of global
+rank ``rank``; each keeps its own ``once`` file (``<once>.rank<N>``).
 """
 
 from __future__ import annotations
@@ -19,15 +21,25 @@ from lightning.pytorch.callbacks import Callback
 
 
 class SignalAtStep(Callback):
-    def __init__(self, step: int, signal: str, once: str, module: str | None = None) -> None:
+    def __init__(
+        self, step: int, signal: str, once: str, module: str | None = None, rank: int | None = None
+    ) -> None:
         self.step = step
         self.signal = signals.Signals[signal]
         self.once = Path(once)
         self.module = module
+        self.rank = rank
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx):
         if self.module is not None and type(pl_module).__name__ != self.module:
             return
-        if trainer.global_step == self.step and not self.once.exists():
-            self.once.touch()
+        if self.rank is not None and trainer.global_rank != self.rank:
+            return
+        once = (
+            self.once
+            if trainer.world_size == 1
+            else self.once.with_name(f"{self.once.name}.rank{trainer.global_rank}")
+        )
+        if trainer.global_step == self.step and not once.exists():
+            once.touch()
             os.kill(os.getpid(), self.signal)
