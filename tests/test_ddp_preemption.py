@@ -11,18 +11,24 @@ import random
 import signal
 from pathlib import Path
 
+import lightning as L
 import pytest
 import torch
 from test_resume import (
     MAX_STEPS,
+    SIGNAL_STEP,
     assert_finished_as_one_run,
     checkpoint,
     csv_rows,
+    in_process,
     lra,
     run_folders,
     short_run,
 )
 from test_resume import signal_at as signal_at_step
+
+from lra.agreed_stop import StopFlag
+from lra.train import run
 
 DDP = ("trainer.strategy=ddp", "trainer.devices=2", "logger=csv")
 STEPS_PER_EPOCH = 2  # 40 training examples, 2 processes, batches of 8 (drop_last)
@@ -56,6 +62,27 @@ def stop_and_check(args: list[str], cwd: Path, name: str, step: int) -> Path:
     assert summary["status"] == "interrupted" and where in summary["error"]
     assert checkpoint(run_dir / "checkpoints" / "last.ckpt")["global_step"] == step, where
     return run_dir
+
+
+def test_a_handler_only_notes_the_signal_and_a_second_ctrl_c_interrupts():
+    flag = StopFlag(L.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False))
+    flag.note(signal.SIGINT, None)
+    flag.note(signal.SIGTERM, None)
+    assert flag.noted == signal.SIGTERM and not flag.received_sigterm  # nothing stops until agreed
+    with pytest.raises(KeyboardInterrupt):
+        flag.note(signal.SIGINT, None)
+
+
+@pytest.mark.slow  # a short training in this process
+def test_ctrl_c_on_one_process_stops_at_the_step_and_saves(data_root, tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        run(
+            in_process(data_root, *signal_at_step(SIGNAL_STEP, "SIGINT", tmp_path / "sent")), tmp_path / "run"
+        )
+    assert stopped.value.code == 128 + signal.SIGINT
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and f"SIGINT at step {SIGNAL_STEP};" in summary["error"]
+    assert checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")["global_step"] == SIGNAL_STEP
 
 
 @pytest.mark.slow  # four DDP runs of two processes each
