@@ -49,6 +49,12 @@ class StopFlag(_SignalConnector):
         for signum in STOP_SIGNALS:
             self._register_signal(signum, self.note)
 
+    def teardown(self) -> None:
+        if self.agreed is not None:  # stopping: a later SIGTERM (SLURM's, after USR2) must not cut it short
+            for signum in STOP_SIGNALS:
+                self._original_handlers.pop(signum, None)
+        super().teardown()
+
     def note(self, signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGINT and self.interrupted:
             raise KeyboardInterrupt  # Ctrl+C twice: do not wait for the end of the step
