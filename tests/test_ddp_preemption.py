@@ -73,7 +73,6 @@ def test_a_handler_only_notes_the_signal_and_a_second_ctrl_c_interrupts():
         flag.note(signal.SIGINT, None)
 
 
-@pytest.mark.slow  # a short training in this process
 def test_ctrl_c_on_one_process_stops_at_the_step_and_saves(data_root, tmp_path):
     with pytest.raises(SystemExit) as stopped:
         run(
