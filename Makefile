@@ -13,6 +13,11 @@ CONSTRAINTS   ?= constraints.txt
 LOCKED        := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 LRA_DATA      ?= data
 ARGS          ?=
+# Written after a complete install: `make install` (and every target that needs it) does nothing while
+# it is newer than pyproject.toml and the constraints. Its name holds the settings it was made with, so
+# another TORCH_VERSION, EXTRAS or CONSTRAINTS installs again.
+comma         := ,
+INSTALLED     := $(VENV)/.installed-torch$(TORCH_VERSION)-$(subst $(comma),-,$(EXTRAS))$(if $(CONSTRAINTS),,-unlocked)
 
 .PHONY: install torch lock run test lint data bench report clean
 
@@ -32,8 +37,13 @@ torch: $(PY)
 		$(PIP) install -q $(LOCKED) "torch==$(TORCH_VERSION)+cpu" --extra-index-url $(TORCH_CPU_INDEX); \
 	fi
 
-install: torch
+install: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml $(CONSTRAINTS) | $(PY)
+	@$(MAKE) --no-print-directory torch
 	$(PIP) install -q $(LOCKED) -e ".[$(EXTRAS)]"
+	rm -f $(VENV)/.installed-*
+	touch $@
 
 # Resolves the newest allowed versions in a fresh venv and pins them, for this Python only, in
 # constraints.txt; torch and its CUDA libraries stay out (TORCH_VERSION pins them).

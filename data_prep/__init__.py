@@ -13,6 +13,7 @@ the standard library: never torch or ``lra``.
 
 from data_prep.reader import PreparedSet, PreparedSplit, load
 from data_prep.recipes import ensure_prepared, how_to_prepare, resolve
+from data_prep.small_sets import STAND_IN_SOURCE, SetShape, ensure_small, resolve_small, small_set_line
 from data_prep.storage import CorruptDataError, DataNotPreparedError, PreparedWriter, default_root
 
 __all__ = [
@@ -21,9 +22,14 @@ __all__ = [
     "PreparedSet",
     "PreparedSplit",
     "PreparedWriter",
+    "STAND_IN_SOURCE",
+    "SetShape",
     "default_root",
     "ensure_prepared",
+    "ensure_small",
     "how_to_prepare",
     "load",
     "resolve",
+    "resolve_small",
+    "small_set_line",
 ]

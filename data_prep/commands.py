@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "data_prep.pathfinder.prepare",
     "data_prep.pathfinder.fidelity.stats",
     "data_prep.lra_archive",
+    "data_prep.small_sets",
     "data_prep.verify",
 ]
 

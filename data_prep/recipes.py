@@ -166,6 +166,15 @@ def resolve(dataset: str, root: Path | str) -> str:
     )
 
 
+def note_new_root(root: Path) -> None:
+    """Say, in one line, that the data root ``root`` does not exist and a build is creating it: a
+    misspelt ``data_root`` does not pass for a new tree unnoticed."""
+    if not root.exists():
+        log.warning(
+            "data root %s does not exist: creating it (data_root=PATH or $LRA_DATA sets another)", root
+        )
+
+
 def ensure_prepared(dataset: str, root: Path | str) -> str:
     """Build ``dataset`` under ``root`` if it is missing and a build applies; returns the set's name.
 
@@ -186,6 +195,7 @@ def ensure_prepared(dataset: str, root: Path | str) -> str:
                 root,
                 build.command(root),
             )
+            note_new_root(root)
             if data_prep_main(build.arguments(root)) != 0:
                 raise DataNotPreparedError(f"`{build.command(root)}` failed (see its message above)")
             return build.name

@@ -88,13 +88,25 @@ def majority_share(labels: np.ndarray) -> float | None:
 
 
 def write_json(path: Path, content: dict[str, Any]) -> Path:
-    """Write ``content`` to ``path`` atomically (a reader never sees half a file); a value JSON cannot
-    hold is written as its ``str``."""
+    """Write ``content`` to ``path`` atomically (a reader never sees half a file, an error leaves no
+    partial file, and an ``OSError`` names ``path``); a value JSON cannot hold is written as its ``str``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
-    os.replace(partial, path)
+    try:
+        partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
+        os.replace(partial, path)
+    except BaseException as error:  # a full disk or a signal: no partial file is left behind
+        partial.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise naming(error, path) from error
+        raise
     return path
+
+
+def naming(error: OSError, path: Path) -> OSError:
+    """``error`` as an ``OSError`` of its errno that names ``path``, the file being written (rather
+    than its temporary file, or nothing: a failed ``write`` names none)."""
+    return OSError(error.errno, error.strerror, str(path))
 
 
 def write_meta(directory: Path, meta: dict[str, Any]) -> None:

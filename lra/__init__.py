@@ -1,7 +1,9 @@
 """The LRA harness: ``python -m lra task=T attention=A [overrides]`` (Hydra × Lightning).
 
 The job: ``__main__`` (the Hydra entry) hands each composed config to ``train`` (check, plan, build,
-fit, test) with ``checks``/``errors`` (config validation), ``resume`` (where a run trains), ``model``,
+fit, test) with ``checks``/``errors`` (config validation), ``resume`` (where a run trains),
+``checkpoint_files`` (atomic, stamped, verified checkpoints), ``run_lock`` (one writer per run
+folder), ``disk_full``, ``csv_metrics``, ``model``,
 ``module``, ``data``, ``schedules``, ``callbacks``, ``loggers``, ``training_state`` (exact resume),
 ``preemption`` (SLURM requeue), ``agreed_stop`` (every process stops at one step on SIGTERM/SIGINT),
 ``rank_plan`` (one run plan for every DDP process), ``naming``, ``memory``, ``extras`` (the optional parts and

@@ -72,9 +72,10 @@ def main(cfg: DictConfig) -> float:
 if __name__ == "__main__":
     from lra.errors import ConfigError
     from lra.extras import check_command_line
+    from lra.hydra_errors import one_line_errors
 
     try:
         check_command_line(sys.argv[1:])  # an optional part that is not installed: one line, before Hydra
     except ConfigError as error:
         sys.exit(f"lra: {error}")
-    main()
+    one_line_errors(main)  # a typo in a group option or key, or an unwritable folder: one line

@@ -61,8 +61,26 @@ class StepTimer:
         return self.seconds
 
 
+MIXER = "attention"  # the encoder blocks' token mixer: its projections and its core (lra.model.EncoderBlock)
+
+
+def parameter_counts(module: torch.nn.Module) -> dict[str, int]:
+    """``model/params``: every parameter of ``module``; ``model/mixer_params``: those of its encoder
+    blocks' ``attention`` submodules, the share the attention choice decides (tied layers once)."""
+    mixers = {
+        id(parameter): parameter.numel()
+        for name, submodule in module.named_modules()
+        if name.rpartition(".")[2] == MIXER
+        for parameter in submodule.parameters()
+    }
+    return {
+        "model/params": sum(p.numel() for p in module.parameters()),
+        "model/mixer_params": sum(mixers.values()),
+    }
+
+
 class EfficiencyMonitor(Callback):
-    """Logs ``perf/*`` and ``model/params`` at the end of training; ``metrics`` keeps them for summary.json.
+    """Logs ``perf/*`` and ``model/*`` at the end of training; ``metrics`` keeps them for summary.json.
 
     - ``perf/step_ms``: median time of a training step (forward, backward, optimizer); on a GPU
       measured with CUDA events, so no step waits for the device (``StepTimer``);
@@ -71,7 +89,8 @@ class EfficiencyMonitor(Callback):
       summed over the segments of a resumed run (the time so far travels in the checkpoint);
     - ``perf/peak_gpu_mem_mb`` (``torch.cuda.max_memory_allocated``) on a GPU, else
       ``perf/peak_rss_mb`` (peak resident memory of the process during training);
-    - ``model/params``: number of parameters;
+    - ``model/params`` and ``model/mixer_params``: the number of parameters, and of those the
+      attention's (``parameter_counts``);
     - ``perf/elapsed_s`` at each validation: the training time so far, validations included (the
       x axis of the report's validation curves, Skyformer Figure 2).
 
@@ -96,7 +115,7 @@ class EfficiencyMonitor(Callback):
             torch.cuda.reset_peak_memory_stats(pl_module.device)
         else:
             reset_peak_rss()
-        self.metrics["model/params"] = sum(p.numel() for p in pl_module.parameters())
+        self.metrics |= parameter_counts(pl_module)
         self.train_start = time.perf_counter()
 
     def on_train_batch_start(

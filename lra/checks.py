@@ -11,10 +11,12 @@ need the prepared data (sequence length, vocabulary, a batch larger than the tra
 
 from __future__ import annotations
 
+import inspect
 import operator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import lightning as L
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -29,10 +31,13 @@ from attention_zoo.registry import (
     Probability,
 )
 from lra.errors import ConfigError
+from lra.hydra_errors import nearest
 from lra.loggers import check_loggers
+from lra.model import DUAL_FEATURES, POOLINGS
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
+from lra.shortcuts import subject
 
 Seed = Annotated[int, Bounds(low=0, high=2**32, high_open=True)]
 OpenFraction = Annotated[float, Bounds(low=0, high=1, low_open=True, high_open=True)]
@@ -53,12 +58,20 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.depth": PositiveInt,
     "model.num_heads": PositiveInt,
     "model.ffn_dim": PositiveInt,
-    "model.classifier_dim": PositiveInt,
     "model.dropout": Probability,
+    "model.qkv_dim": PositiveInt | None,
+    "model.qkv_bias": bool,
+    "model.learn_pos_emb": bool,
+    "model.cls_token": bool,
+    "model.embedding_init_std": PositiveFloat,
+    "model.pooling": Literal[tuple(POOLINGS)],
+    "model.dual_features": Literal[tuple(DUAL_FEATURES)],
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
     "protocol.clip_value": PositiveFloat,
     "protocol.select_after": Probability,
+    "protocol.tested": Literal["best", "final"],
+    "protocol.adam_eps": PositiveFloat,
     "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
     "seed": Seed,
     "num_workers": NonNegativeInt,
@@ -78,6 +91,7 @@ PRETRAIN_KEYS: dict[str, Any] = {
     "pretrain.share": OpenFraction | None,
     "pretrain.from": str | None,
 }
+BETA = OptionType.of(Probability)
 KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
 PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRETRAIN_KEYS.items()}
 
@@ -106,13 +120,29 @@ def check_values(cfg: DictConfig, key_types: dict[str, OptionType] = KEY_TYPES) 
             raise ConfigError(f"{key}={value!r} is invalid: it must be {kind.describe(as_override=True)}")
 
 
+def check_widths(cfg: DictConfig) -> None:
+    """``model.classifier_dim`` (one hidden width, or a list of them) and ``protocol.adam_betas`` (two
+    numbers in [0, 1)) hold valid lists."""
+    value = cfg.model.classifier_dim
+    widths = value if OmegaConf.is_list(value) else [value]
+    if not widths or not all(KEY_TYPES["model.dim"].accepts(width) for width in widths):
+        raise ConfigError(
+            f"model.classifier_dim={value!r} is invalid: it must be an integer >= 1 or a list of them"
+        )
+    betas = cfg.protocol.adam_betas
+    if not (OmegaConf.is_list(betas) and len(betas) == 2 and all(map(BETA.accepts, betas))):
+        raise ConfigError(f"protocol.adam_betas={betas!r} is invalid: it must be two numbers in [0, 1)")
+
+
 def attention_options(attention: DictConfig) -> dict[str, Any]:
     """The core's own options in an attention config node (its ``_target_``, ``_partial_`` and name aside)."""
     return {key: value for key, value in attention.items() if key not in ("_target_", "_partial_", "name")}
 
 
-def check_attention(cfg: DictConfig) -> None:
-    """The attention is registered, its options are valid and within the bounds the task sets."""
+def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
+    """The attention is registered, its options are valid and within the bounds the task sets; the
+    error of an option that a shortcut set names the shortcut (``lra.shortcuts``: ``raw``, the
+    unresolved config, tells)."""
     attention = cfg.attention
     names = attention_zoo.available()
     if attention.name not in names:
@@ -128,9 +158,8 @@ def check_attention(cfg: DictConfig) -> None:
         if option in attention:
             bound = OmegaConf.select(cfg, bound_key)
             if not compare(attention[option], bound):
-                raise ConfigError(
-                    f"attention.{option}={attention[option]} exceeds {bound_key}={bound} ({reason})"
-                )
+                named = subject(cfg if raw is None else raw, f"attention.{option}", attention[option])
+                raise ConfigError(f"{named} exceeds {bound_key}={bound} ({reason})")
 
 
 def check_schedule(cfg: DictConfig) -> None:
@@ -161,11 +190,23 @@ def check_pretrain(cfg: DictConfig) -> None:
         weights_file(Path(cfg.pretrain["from"]))
 
 
+def check_trainer(cfg: DictConfig) -> None:
+    """Every ``trainer.*`` key is an argument of Lightning's Trainer (``+trainer.KEY=V`` adds any key)."""
+    arguments = list(inspect.signature(L.Trainer.__init__).parameters)
+    for key in cfg.trainer:
+        if key not in arguments:
+            near = nearest(str(key), arguments)
+            hint = f"; did you mean trainer.{near[0]}?" if near else ""
+            raise ConfigError(f"trainer.{key} is not an argument of Lightning's Trainer{hint}")
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
-    cfg = resolved(cfg)
+    raw, cfg = cfg, resolved(cfg)
     check_values(cfg)
+    check_widths(cfg)
+    check_trainer(cfg)
     check_pretrain(cfg)
     check_schedule(cfg)
-    check_attention(cfg)
+    check_attention(cfg, raw)
     check_loggers(cfg.logger)

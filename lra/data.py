@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 import data_prep
 from lra.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 class EpochPermutationSampler(DistributedSampler):
@@ -78,6 +81,8 @@ class LRADataModule(L.LightningDataModule):
     validation and test use the whole split in order. ``val_from_test`` evaluates on the test split
     during training too (LRA's protocol). ``expected`` holds the ``seq_len``, ``vocab_size`` and
     ``num_classes`` the model is built for; ``setup`` checks the prepared set against them.
+    ``small_size`` (``debug_data_size``, set by ``debug=fdr``): when the recipe's set is missing, a small
+    set of that many training examples is built and used instead (``data_prep.small_sets``).
     """
 
     BATCH_SIZE_KEY = "task.batch_size"  # the key that sets ``batch_size``, for its error
@@ -94,6 +99,7 @@ class LRADataModule(L.LightningDataModule):
         val_from_test: bool = False,
         num_workers: int = 0,
         seed: int = 0,
+        small_size: int | None = None,
     ) -> None:
         super().__init__()
         self.root = Path(root)
@@ -104,6 +110,7 @@ class LRADataModule(L.LightningDataModule):
         self.val_from_test = val_from_test
         self.num_workers = num_workers
         self.seed = seed
+        self.small_size = small_size
         self.prepare_data_per_node = False  # one process builds a missing set, on a shared file system
         self.splits: dict[str, Dataset] = {}
         self.prepared: data_prep.PreparedSet | None = None
@@ -122,16 +129,29 @@ class LRADataModule(L.LightningDataModule):
             val_from_test=task.val_from_test,
             num_workers=cfg.num_workers,
             seed=cfg.seed,
+            small_size=cfg.debug_data_size,
         )
 
     def prepare_data(self) -> None:
-        data_prep.ensure_prepared(self.dataset, self.root)
+        if self.small_size is None:
+            data_prep.ensure_prepared(self.dataset, self.root)
+            return
+        shape = data_prep.SetShape(**self.expected, dual=self.dual)
+        data_prep.ensure_small(self.dataset, self.root, self.small_size, shape, log)
+
+    def set_name(self) -> str:
+        """The prepared set the recipe resolves to (or, with ``small_size``, its small set)."""
+        if self.small_size is None:
+            return data_prep.resolve(self.dataset, self.root)
+        return data_prep.resolve_small(self.dataset, self.root, self.small_size)
 
     def setup(self, stage: str | None = None) -> None:
         if self.splits:
             return
-        prepared = data_prep.PreparedSet(data_prep.resolve(self.dataset, self.root), self.root)
+        prepared = data_prep.PreparedSet(self.set_name(), self.root)
         self.check_shapes(prepared)
+        if self.small_size is not None and (line := data_prep.small_set_line(prepared.meta, self.dataset)):
+            log.warning(line)
         val_split = "test" if self.val_from_test else "val"
         if not prepared.counts.get(val_split):
             raise ConfigError(

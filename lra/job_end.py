@@ -24,7 +24,8 @@ from omegaconf import DictConfig
 
 from data_prep.storage import CorruptDataError
 from lra.agreed_stop import stop_signal
-from lra.errors import ConfigError
+from lra.disk_full import disk_full_errors, disk_full_line
+from lra.errors import ConfigError, CorruptCheckpointError, RunFolderBusy
 from lra.job_state import JobState
 from lra.module import NonFiniteLossError
 from lra.resume import CHECKPOINT_DIR
@@ -32,7 +33,13 @@ from lra.summary_json import SUMMARY_FILE, make_summary, write_summary
 from lra.summary_tables import format_table
 
 # Errors whose message says all there is to say: no traceback file for these.
-EXPLAINED_ERRORS = (ConfigError, FileNotFoundError, CorruptDataError, NonFiniteLossError)
+EXPLAINED_ERRORS = (
+    ConfigError,
+    FileNotFoundError,
+    CorruptDataError,
+    NonFiniteLossError,
+    CorruptCheckpointError,
+)
 # Exit status after SIGTERM, as a shell reports a process ended by it.
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 
@@ -62,6 +69,8 @@ def failures_noted(state: JobState) -> Iterator[None]:
         yield
     except NonFiniteLossError as exception:
         state.status, state.error = "nan", str(exception)
+    except RunFolderBusy as exception:
+        state.status, state.error, state.refused_folder = "failed", str(exception), True
     except EXPLAINED_ERRORS as exception:
         state.status, state.error = "failed", str(exception)
     except SIGTERMException:  # SIGTERM or SIGINT, at the end of a step (lra.agreed_stop)
@@ -73,9 +82,12 @@ def failures_noted(state: JobState) -> Iterator[None]:
         )
         raise SystemExit(128 + signum) from None
     except (KeyboardInterrupt, SystemExit):
-        state.status, state.error = "interrupted", "interrupted before the end of the run"
+        state.status, state.error = "interrupted", state.interruption(state.run_dir / CHECKPOINT_DIR)
         raise
     except Exception as exception:
+        if disk_full := disk_full_errors(exception):  # whatever else failed on the way out: one line
+            state.status, state.error = "failed", disk_full_line(disk_full, state.run_dir)
+            return
         state.status, state.error = "failed", f"{type(exception).__name__}: {exception}".splitlines()[0]
         if rank_zero_only.rank == 0:
             trace_file = state.run_dir / "traceback.txt"
@@ -89,7 +101,7 @@ def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dic
     parts, datamodule = state.parts, state.datamodule
     metrics = state.metrics
     if state.status != "completed" and parts is not None:
-        metrics = {**parts.efficiency.metrics, "train/steps": parts.trainer.global_step, **metrics}
+        metrics = {**parts.efficiency.metrics, **state.reached(), **metrics}
     summary = make_summary(
         cfg,
         status=state.status,
@@ -104,8 +116,25 @@ def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dic
         pretrain=state.pretrain,
     )
     if rank_zero_only.rank == 0:
-        path = write_summary(summary, state.run_dir)
-        print(f"\n{format_table([summary])}\nsummary: {path}", flush=True)
+        summary, where = written_summary(summary, state)
+        print(f"\n{format_table([summary])}\nsummary: {where}", flush=True)
         if state.status == "interrupted":  # the process exits now: say why, as a failed single run does
             print(f"lra: interrupted: {state.error}", file=sys.stderr, flush=True)
     return summary
+
+
+def written_summary(summary: dict[str, Any], state: JobState) -> tuple[dict[str, Any], str]:
+    """Write ``summary`` to the run's summary.json unless the job was refused its run folder (it writes
+    nothing: the folder it was started in may be the other process's too); the summary and where it
+    went. On a full disk its metrics are printed instead and the summary returned says ``failed`` with
+    the disk-full line."""
+    if state.refused_folder:
+        return summary, "not written (another process writes this run)"
+    try:
+        return summary, str(write_summary(summary, state.run_dir))
+    except OSError as error:
+        if not disk_full_errors(error):
+            raise
+        print(f"metrics: {json.dumps(summary['metrics'])}", flush=True)
+        failed = {**summary, "status": "failed", "error": disk_full_line([error], state.run_dir)}
+        return failed, "not written (no space left on device)"

@@ -13,6 +13,7 @@ from lightning.pytorch.loggers import Logger
 
 from lra.callbacks import EfficiencyMonitor
 from lra.data import LRADataModule
+from lra.run_lock import RunLock
 
 
 @dataclass
@@ -39,6 +40,18 @@ class JobState:
     metrics: dict[str, Any] = field(default_factory=dict)
     pretrain_parts: TrainerParts | None = None  # the pretraining stage's, once it starts
     pretrain: dict[str, Any] | None = None  # summary.json's "pretrain" record, once the stage knows it
+    lock: RunLock | None = None  # this job's lock on its run folder, once planned (process 0)
+    refused_folder: bool = False  # another process writes the run folder: this job writes nothing
+
+    def best_so_far(self) -> dict[str, float]:
+        """``{"val/acc_best": accuracy}``: fine-tuning's best validation accuracy (0-1) so far; empty
+        before its first evaluation."""
+        score = self.parts.checkpoint.best_model_score if self.parts else None
+        return {} if score is None else {"val/acc_best": float(score)}
+
+    def reached(self) -> dict[str, Any]:
+        """The metrics of a job that stopped before its end: its step and its best validation so far."""
+        return {"train/steps": self.parts.trainer.global_step, **self.best_so_far()} if self.parts else {}
 
     def current_trainer(self) -> L.Trainer | None:
         """The trainer of the stage that ran last: fine-tuning's, else pretraining's (None before any)."""
@@ -46,8 +59,19 @@ class JobState:
         return parts.trainer if parts else None
 
     def stopped_at(self) -> str:
-        """Where training stopped: ``step N`` of fine-tuning or ``pretraining step N`` (``step None``
-        before any trainer)."""
+        """Where training stopped: ``step N`` of fine-tuning, with its best validation accuracy so far
+        (``step 120, best val/acc 41.20%``), or ``pretraining step N`` (``step None`` before any trainer)."""
         if self.parts is None and self.pretrain_parts is not None:
             return f"pretraining step {self.pretrain_parts.trainer.global_step}"
-        return f"step {self.parts.trainer.global_step if self.parts else None}"
+        if self.parts is None:
+            return "step None"
+        best = self.best_so_far()
+        so_far = f", best val/acc {best['val/acc_best']:.2%}" if best else ", before its first validation"
+        return f"step {self.parts.trainer.global_step}{so_far}"
+
+    def interruption(self, checkpoints: Path) -> str:
+        """The error of a job that Ctrl+C stopped: where, and where its state is (Lightning saves
+        ``checkpoints`` when Ctrl+C stops a trainer)."""
+        if self.parts is None and self.pretrain_parts is None:
+            return "Ctrl+C before training began"
+        return f"Ctrl+C at {self.stopped_at()}; the state is saved in {checkpoints}: resume=auto continues"

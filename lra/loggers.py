@@ -6,7 +6,8 @@
   task, attention, budget (``budget=N``, for an attention with a budget option) and
   ``pretrain=masked`` for a self-pretrained run, the resolved config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
-  names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named.
+  names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named. Its
+  rows are written whole or not at all (``lra.csv_metrics``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from urllib.parse import urlparse
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
+from lra.csv_metrics import AtomicCSVLogger
 from lra.errors import ConfigError
 from lra.naming import run_group, run_name
 
@@ -101,6 +103,8 @@ def build_wandb(
         mode=options.mode,
         save_dir=str(output_dir),
     )
+    # Lightning passes wandb.init anonymous=None, a setting wandb warns it has dropped: leave it out.
+    logger._wandb_init.pop("anonymous", None)
     if run.pretraining:  # its own x axis: the panels of pretrain/* start at its step 0
         logger.experiment.define_metric(PRETRAIN_STEP)
         for name in PRETRAIN_METRICS:
@@ -109,7 +113,7 @@ def build_wandb(
 
 
 def build_csv(options: DictConfig, run: RunIdentity, output_dir: Path, resumed: ResumePoint | None) -> Logger:
-    logger = CSVLogger(save_dir=str(output_dir), name="csv", version="", **options)
+    logger = AtomicCSVLogger(save_dir=str(output_dir), name="csv", version="", **options)
     if resumed is not None:
         continue_csv(logger, resumed)
     return logger

@@ -3,7 +3,8 @@ its own marker.
 
 ``place_labels`` puts each label next to its marker (right, left, above, below or between), inside
 the panel, over no other label or marker and nearer its own marker than any other; where no such
-place is free it puts the label further out and joins it to its marker with a leader line.
+place is free it puts the label further out and joins it to its marker with a leader line; where
+none is, it says so and leaves the panel without labels.
 ``misplaced_labels`` finds a label without a leader line that sits nearer another marker than its
 own (what ``lra.plotting.text_problems`` reports). All geometry is in display pixels.
 """
@@ -141,10 +142,11 @@ class Layout:
 
 
 def place_labels(fig: Figure, ax: Axes, labels: Sequence[tuple[str, float, float]], fontsize: float = 7,
-                 gap_px: float = 3.0) -> None:  # fmt: skip
+                 gap_px: float = 3.0) -> bool:  # fmt: skip
     """Annotate ``ax`` with each ``(text, x, y)`` (data coordinates of a scatter marker): beside its
     marker where a place is free, else further out with a leader line. Call it once the panel's
-    markers, limits and the figure's layout are final."""
+    markers, limits and the figure's layout are final. False, with no label left on ``ax``, when some
+    label has no free place (the caller lists them otherwise, e.g. in a legend)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     layout = Layout(ax.get_window_extent(renderer), scatter_markers(ax), [], gap_px)
@@ -156,13 +158,19 @@ def place_labels(fig: Figure, ax: Axes, labels: Sequence[tuple[str, float, float
         others = [math.hypot(m.x - own.x, m.y - own.y) for m in layout.markers if m is not own]
         return min(others, default=0.0)
 
+    notes = []
     for index in sorted(owners, key=crowding):
         text, _, _, x, y = points[index]
         own = owners[index]
         probe = ax.text(0, 0, text, fontsize=fontsize)
         extent = probe.get_window_extent(renderer)
         probe.remove()
-        box, beside = find_place(layout, own, extent.width, extent.height)
+        place = find_place(layout, own, extent.width, extent.height)
+        if place is None:
+            for note in notes:
+                note.remove()
+            return False
+        box, beside = place
         layout.placed.append(box)
         offset = ((box.x0 + box.x1) / 2 - own.x, (box.y0 + box.y1) / 2 - own.y)
         arrow = None if beside else {"arrowstyle": "-", "lw": 0.7, "color": "0.3", "shrinkA": 0,
@@ -172,16 +180,19 @@ def place_labels(fig: Figure, ax: Axes, labels: Sequence[tuple[str, float, float
             textcoords="offset points", ha="center", va="center", fontsize=fontsize, arrowprops=arrow,
         )  # fmt: skip
         note.set_in_layout(False)
+        notes.append(note)
+    return True
 
 
-def find_place(layout: Layout, own: Marker, width: float, height: float) -> tuple[Bbox, bool]:
+def find_place(layout: Layout, own: Marker, width: float, height: float) -> tuple[Bbox, bool] | None:
     """A free ``width`` × ``height`` box for ``own``'s label and whether it sits beside the marker
-    (False: further out, with a leader line; the first ring's box when nothing is free)."""
+    (False: further out, with a leader line); None when no place is free."""
     for degrees in BESIDE_DEGREES:
         box = box_at(own, degrees, own.radius + layout.gap_px, width, height)
         if layout.free(box, own, beside=True):
             return box, True
     first = own.radius + layout.gap_px
     rings = [first + ring * (height + layout.gap_px) for ring in range(1, LEADER_RINGS + 1)]
-    candidates = [box_at(own, degrees, ring, width, height) for ring in rings for degrees in LEADER_DEGREES]
-    return next((box for box in candidates if layout.free(box, own, beside=False)), candidates[0]), False
+    candidates = (box_at(own, degrees, ring, width, height) for ring in rings for degrees in LEADER_DEGREES)
+    box = next((box for box in candidates if layout.free(box, own, beside=False)), None)
+    return None if box is None else (box, False)

@@ -1,18 +1,22 @@
 """The shared LRA encoder (docs/design.md § The encoder): one small Transformer for every task × attention.
 
-Token embedding + learned absolute position embedding, both drawn from N(0, 0.02²) as in both
-papers' code; ``depth`` pre-LayerNorm blocks (multi-head self-attention around a zoo core, then a
-GELU feed-forward); a final LayerNorm (the ``Encoder``'s token states, which self-pretraining
-predicts masked tokens from); mean pooling over the real tokens; an MLP classifier. Retrieval
-(``dual=True``) encodes both documents with the same encoder and classifies ``[u, v, u*v, u-v]``.
+Token embedding + absolute positions (learned, drawn from N(0, 0.02²) as in the papers' code, or LRA's
+fixed sinusoids), an optional learned CLS token in front; ``depth`` pre-LayerNorm blocks (multi-head
+self-attention around a zoo core, then a GELU feed-forward); a final LayerNorm (the ``Encoder``'s token
+states, which self-pretraining predicts masked tokens from); pooling (the mean over the real positions,
+or the first position's state: the CLS token's when there is one); an MLP classifier. Retrieval
+(``dual=True``) encodes both documents with the same encoder and classifies ``[u, v, u*v, u-v]``
+(``dual_features="nli"``) or ``[u, v]`` (``"concat"``, the LRA code's).
 
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
-``attention(head_dim=dim // num_heads, num_heads=num_heads, seq_len=seq_len)``, e.g.
+``attention(head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)``, e.g.
 ``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import torch
@@ -31,6 +35,17 @@ def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     return torch.arange(seq_len, device=lengths.device)[None, :] < lengths[:, None]
 
 
+def sinusoids(positions: int, dim: int) -> torch.Tensor:
+    """The fixed position table of the LRA code: (positions, dim), sin on even and cos on odd features,
+    frequencies 10000^(-2i/dim)."""
+    position = torch.arange(positions, dtype=torch.float64)[:, None]
+    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * -(math.log(10000.0) / dim))
+    table = torch.zeros(positions, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)[:, : dim // 2]
+    return table.float()
+
+
 class AttentionFactory(Protocol):
     """Builds one attention core for a layer of the given shapes (``attention_zoo.build_attention``)."""
 
@@ -40,10 +55,19 @@ class AttentionFactory(Protocol):
 class EncoderBlock(nn.Module):
     """Pre-LayerNorm Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim)."""
 
-    def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, core: nn.Module) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        ffn_dim: int,
+        dropout: float,
+        core: nn.Module,
+        qkv_dim: int | None = None,
+        qkv_bias: bool = True,
+    ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(dim)
-        self.attention = MultiHeadSelfAttention(dim, num_heads, core, dropout)
+        self.attention = MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias)
         self.ffn_norm = nn.LayerNorm(dim)
         self.ffn = nn.Sequential(
             nn.Linear(dim, ffn_dim),
@@ -64,8 +88,31 @@ def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
 
+def first_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The first position's state (the CLS token's, when the encoder has one): (B, N, dim) -> (B, dim)."""
+    return states[:, 0]
+
+
+Pair = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+POOLINGS: dict[str, Pair] = {"mean": mean_pool, "first": first_pool}
+# How Retrieval combines the documents' vectors u, v (B, dim) -> (B, factor * dim): name -> (combine, factor).
+DUAL_FEATURES: dict[str, tuple[Pair, int]] = {
+    "nli": (lambda u, v: torch.cat([u, v, u * v, u - v], dim=-1), 4),
+    "concat": (lambda u, v: torch.cat([u, v], dim=-1), 2),
+}
+
+
+def choice(option: str, value: str, valid: dict) -> None:
+    """A one-line ``ValueError`` naming the valid values when ``value`` is not one of ``valid``."""
+    if value not in valid:
+        raise ValueError(f"model.{option}={value!r} is not one of {', '.join(valid)}")
+
+
 class Encoder(nn.Module):
-    """Tokens to their states after the final LayerNorm: tokens (B, N), mask (B, N) bool -> (B, N, dim)."""
+    """Tokens to their states after the final LayerNorm: tokens (B, N), mask (B, N) bool -> (B, N, dim).
+
+    ``encode`` gives every position's state, the CLS token's first when ``cls_token`` (B, 1 + N, dim).
+    """
 
     def __init__(
         self,
@@ -78,28 +125,49 @@ class Encoder(nn.Module):
         num_heads: int,
         ffn_dim: int,
         dropout: float,
+        qkv_dim: int | None = None,
+        qkv_bias: bool = True,
+        learn_pos_emb: bool = True,
+        cls_token: bool = False,
+        embedding_init_std: float = EMBEDDING_INIT_STD,
     ) -> None:
         super().__init__()
-        if dim % num_heads:
-            raise ValueError(f"model.dim={dim} must be a multiple of model.num_heads={num_heads}")
+        qkv_key, qkv_width = ("model.qkv_dim", qkv_dim) if qkv_dim else ("model.dim", dim)
+        if qkv_width % num_heads:
+            raise ValueError(f"{qkv_key}={qkv_width} must be a multiple of model.num_heads={num_heads}")
+        self.prefix = int(cls_token)  # positions in front of the tokens
+        positions = seq_len + self.prefix
         self.token_embedding = nn.Embedding(vocab_size, dim)
-        self.position_embedding = nn.Embedding(seq_len, dim)
-        for embedding in (self.token_embedding, self.position_embedding):
-            nn.init.normal_(embedding.weight, std=EMBEDDING_INIT_STD)
+        self.position_embedding = nn.Embedding(positions, dim) if learn_pos_emb else None
+        nn.init.normal_(self.token_embedding.weight, std=embedding_init_std)
+        if self.position_embedding is not None:
+            nn.init.normal_(self.position_embedding.weight, std=EMBEDDING_INIT_STD)
+        else:  # LRA's fixed table, not a parameter
+            self.register_buffer("position_table", sinusoids(positions, dim), persistent=False)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if cls_token else None
         self.dropout = nn.Dropout(dropout)
-        shapes = {"head_dim": dim // num_heads, "num_heads": num_heads, "seq_len": seq_len}
+        shapes = {"head_dim": qkv_width // num_heads, "num_heads": num_heads, "seq_len": positions}
         self.blocks = nn.ModuleList(
-            EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes)) for _ in range(depth)
+            EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes), qkv_dim, qkv_bias)
+            for _ in range(depth)
         )
         tie_layers([block.attention.core for block in self.blocks])  # cross-layer sharing options
         self.norm = nn.LayerNorm(dim)
 
-    def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(tokens.shape[1], device=tokens.device)
-        x = self.dropout(self.token_embedding(tokens) + self.position_embedding(positions)[None])
+    def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Every position's state: tokens (B, N), mask (B, N) -> (B, prefix + N, dim)."""
+        x = self.token_embedding(tokens)
+        if self.cls is not None:
+            x = torch.cat([self.cls.expand(len(x), -1, -1), x], dim=1)
+            mask = torch.cat([mask.new_ones(len(x), 1), mask], dim=1)
+        table = self.position_table if self.position_embedding is None else self.position_embedding.weight
+        x = self.dropout(x + table[: x.shape[1]][None])
         for block in self.blocks:
             x = block(x, mask)
         return self.norm(x)
+
+    def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.encode(tokens, mask)[:, self.prefix :]
 
 
 class LRAClassifier(nn.Module):
@@ -108,7 +176,8 @@ class LRAClassifier(nn.Module):
     tokens: (B, L) long, or (B, 2, L) when ``dual`` (retrieval: two documents per example);
     lengths: (B,) or (B, 2), the number of real tokens (the mask is ``position < length``).
     ``attention`` builds a fresh attention core for each layer from the shapes the encoder passes
-    (see the module docstring).
+    (see the module docstring); ``encoder_options`` go to ``Encoder`` (qkv width, positions, CLS).
+    ``classifier_dim``: the classifier's hidden widths (an int: one hidden layer), each with a ReLU.
     """
 
     def __init__(
@@ -124,11 +193,18 @@ class LRAClassifier(nn.Module):
         ffn_dim: int = 128,
         dropout: float = 0.1,
         dual: bool = False,
-        classifier_dim: int = 128,
+        classifier_dim: int | Sequence[int] = 128,
+        pooling: str = "mean",
+        dual_features: str = "nli",
+        **encoder_options,
     ) -> None:
         super().__init__()
+        choice("pooling", pooling, POOLINGS)
+        choice("dual_features", dual_features, DUAL_FEATURES)
         self.seq_len = seq_len
         self.dual = dual
+        self.pool = POOLINGS[pooling]
+        self.combine, factor = DUAL_FEATURES[dual_features]
         self.encoder = Encoder(
             vocab_size=vocab_size,
             seq_len=seq_len,
@@ -138,11 +214,14 @@ class LRAClassifier(nn.Module):
             num_heads=num_heads,
             ffn_dim=ffn_dim,
             dropout=dropout,
+            **encoder_options,
         )
-        features = 4 * dim if dual else dim
-        self.classifier = nn.Sequential(
-            nn.Linear(features, classifier_dim), nn.ReLU(), nn.Linear(classifier_dim, num_classes)
-        )
+        hidden = [classifier_dim] if isinstance(classifier_dim, int) else list(classifier_dim)
+        widths = [factor * dim if dual else dim, *hidden]
+        layers: list[nn.Module] = []
+        for width_in, width_out in zip(widths, widths[1:], strict=False):
+            layers += [nn.Linear(width_in, width_out), nn.ReLU()]
+        self.classifier = nn.Sequential(*layers, nn.Linear(widths[-1], num_classes))
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         expected_dims = 3 if self.dual else 2
@@ -155,8 +234,11 @@ class LRAClassifier(nn.Module):
         batch = tokens.shape[0]
         pooled = self.pooled(tokens.reshape(2 * batch, seq), padding_mask(lengths.reshape(2 * batch), seq))
         u, v = pooled.view(batch, 2, -1).unbind(dim=1)
-        return self.classifier(torch.cat([u, v, u * v, u - v], dim=-1))
+        return self.classifier(self.combine(u, v))
 
     def pooled(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """One vector per sequence: tokens (B, N), mask (B, N) -> (B, dim)."""
-        return mean_pool(self.encoder(tokens, mask), mask)
+        states = self.encoder.encode(tokens, mask)
+        if self.encoder.prefix:  # the CLS token is a real position
+            mask = torch.cat([mask.new_ones(len(mask), self.encoder.prefix), mask], dim=1)
+        return self.pool(states, mask)

@@ -24,6 +24,8 @@ ALWAYS_NAMED = ("task", "attention", "seed")
 # Keys that say how or where a run executes, not what it computes: a run may resume with others
 # (lra.resume), and a search's name leaves them out (lra.search.study).
 IGNORED_KEYS = ("resume", "num_workers", "threads", "steady_heap", "data_root")
+# The options of pretrain=masked: a run from scratch ignores them, and its name leaves them out.
+PRETRAIN_OPTIONS = "pretrain."
 # The hyperparameter search a trial belongs to (lra.search): its W&B runs are grouped by it.
 STUDY_ENV = "LRA_STUDY"
 
@@ -43,11 +45,16 @@ def record_swept_keys(overrides: Sequence[str]) -> None:
     os.environ[SWEPT_KEYS_ENV] = " ".join(swept_keys(overrides))
 
 
-def varied_options(job_overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of this job for each key its sweep varies (``LRA_SWEPT_KEYS``), in sweep order."""
+def varied_options(job_overrides: Sequence[str], scratch: bool = False) -> dict[str, str]:
+    """``{key: value}`` of this job for each key its sweep varies (``LRA_SWEPT_KEYS``), in sweep order;
+    for a run from scratch (``scratch``) without the ``pretrain.*`` options, which it ignores."""
     swept = os.environ.get(SWEPT_KEYS_ENV, "").split()
     values = {override.key_or_group: override.get_value_element_as_str() for override in parse(job_overrides)}
-    return {key: values[key] for key in swept if key in values}
+    return {
+        key: values[key]
+        for key in swept
+        if key in values and not (scratch and key.startswith(PRETRAIN_OPTIONS))
+    }
 
 
 def short_keys(keys: Sequence[str]) -> dict[str, str]:
@@ -70,9 +77,12 @@ def run_name(task: str, attention: str, seed: int, options: dict[str, str]) -> s
     return f"{task}-{attention}{'-' + label if label else ''}-s{seed}"
 
 
-def job_name(task: str, attention: str, seed: int, job_overrides: Sequence[str]) -> str:
-    """The ``${lra.job_name:...}`` resolver of ``hydra.sweep.subdir``: ``run_name`` of a job's overrides."""
-    return run_name(task, attention, seed, varied_options(job_overrides))
+def job_name(
+    task: str, attention: str, seed: int, job_overrides: Sequence[str], pretrain_mode: str | None = None
+) -> str:
+    """The ``${lra.job_name:...}`` resolver of ``hydra.sweep.subdir``: ``run_name`` of a job's overrides
+    (``pretrain_mode``: the job's ``pretrain.mode``; ``none`` leaves its ``pretrain.*`` options out)."""
+    return run_name(task, attention, seed, varied_options(job_overrides, scratch=pretrain_mode == "none"))
 
 
 def run_group(task: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.axis import Axis
     from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
     from matplotlib.transforms import Bbox
 
 # The built-in attentions and the benchmarks' naive baseline, each with a colour of its own
@@ -41,6 +43,7 @@ ATTENTION_COLORS = {
 # Colours for attentions from other packages, picked by a hash of the name (stable across runs).
 EXTRA_COLORS = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
 SAVED_FORMATS = (".png", ".svg")
+MIN_PANEL_PX = 60  # a panel narrower or lower than this was squeezed by the layout
 
 
 def attention_name(label: str) -> str:
@@ -77,21 +80,28 @@ def save_figure(fig: Figure, path: Path, formats: Iterable[str] = SAVED_FORMATS)
     return written
 
 
-def legend_below(fig: Figure, axes: Sequence[Axes], max_columns: int) -> None:
-    """One legend for all panels of ``fig`` (a figure with constrained layout), below them and inside
-    the image: each label once, in as many columns (at most ``max_columns``) as the figure's width holds."""
+def legend_entries(axes: Sequence[Axes]) -> dict[str, object]:
+    """label -> artist of every labelled artist of ``axes``, each label once."""
     entries: dict[str, object] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             entries.setdefault(label, handle)
+    return entries
+
+
+def legend_below(fig: Figure, entries: dict[str, object], max_columns: int) -> Legend:
+    """One legend of ``entries`` (label -> artist, e.g. ``legend_entries``) for all panels of ``fig``
+    (a figure with constrained layout), below them and inside the image, in as many columns (at most
+    ``max_columns``) as the figure's width holds."""
     renderer = fig.canvas.get_renderer()
     for columns in range(min(max_columns, len(entries)), 0, -1):
         legend = fig.legend(
             list(entries.values()), list(entries), loc="outside lower center", ncol=columns, fontsize=8
         )
         if columns == 1 or legend.get_window_extent(renderer).width < 0.98 * fig.bbox.width:
-            return
+            return legend
         legend.remove()
+    return legend
 
 
 def log_axis_at(ax: Axes, which: str, values: Sequence[float], min_ratio: float = 1.4) -> None:
@@ -157,46 +167,90 @@ def _shown_tick_boxes(axis: Axis, renderer: RendererBase) -> list[tuple[str, Bbo
     return boxes
 
 
+def _legends(fig: Figure) -> list[Legend]:
+    """The figure's legends and those of its panels."""
+    return list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A piece of the figure's text as drawn: ``kind`` is ``tick`` (a tick label of ``ax``'s ``axis``),
+    ``title`` (a panel's), ``note`` (an annotation in ``ax``), ``legend`` (a whole legend, its entries
+    inside it) or ``text`` (axis labels, the figure's title...); ``ax``: the panel it belongs to."""
+
+    text: str
+    box: Bbox
+    kind: str
+    ax: Axes | None = None
+    axis: str = ""
+
+    def clashes(self, other: Block) -> str:
+        """What overlapping ``other`` is, in words."""
+        same = self.kind == other.kind and self.ax is other.ax
+        where = f" in {self.ax.get_title()!r}" if self.ax is not None else ""
+        if same and self.kind == "tick" and self.axis == other.axis:
+            return f"{self.axis} tick labels {self.text!r} and {other.text!r} overlap{where}"
+        if same and self.kind == "note":
+            return f"labels {self.text!r} and {other.text!r} overlap{where}"
+        if self.kind == other.kind == "title":
+            return f"titles {self.text!r} and {other.text!r} overlap"
+        return f"{self.kind} {self.text!r} and {other.kind} {other.text!r} overlap"
+
+
+def _blocks(fig: Figure, renderer: RendererBase) -> list[Block]:
+    """Every piece of text ``fig`` draws (``Block``), tick labels within the view limits only."""
+    from matplotlib.text import Text
+
+    in_legends = {id(t) for legend in _legends(fig) for t in [*legend.get_texts(), legend.get_title()]}
+    titles = {id(t) for ax in fig.axes for t in _titles(ax)}
+    blocks = [
+        Block(next((t.get_text() for t in legend.get_texts()), ""), legend.get_window_extent(renderer),
+              "legend", legend.axes)
+        for legend in _legends(fig)
+    ]  # fmt: skip
+    for text in _visible_texts(fig):
+        if id(text) not in in_legends:
+            note = text.axes is not None and text in text.axes.texts
+            kind = "title" if id(text) in titles else "note" if note else "text"
+            box = Text.get_window_extent(text, renderer)  # an annotation's own, without its leader line
+            blocks.append(Block(text.get_text(), box, kind, text.axes))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            shown = _shown_tick_boxes(axis, renderer)
+            blocks += [Block(text, box, "tick", ax, axis.axis_name) for text, box in shown]
+    return blocks
+
+
 def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
-    """Legibility problems of ``fig`` as drawn, one line each (empty when there are none): a text
-    artist (title, label, legend entry, annotation, tick label) whose extent leaves the figure, two
-    tick labels of one axis that overlap, two panel titles that overlap, two annotations (labels placed
-    in a panel) that overlap, and
-    an annotation without a leader line nearer another marker than its own
-    (``lra.marker_labels.misplaced_labels``). Extents come from matplotlib's own renderer."""
+    """Legibility problems of ``fig`` as drawn, one line each (empty when there are none): a piece of
+    text (title, label, tick label, annotation, a whole legend) whose extent leaves the figure; two
+    pieces of text over each other anywhere in the figure (tick labels of one axis, titles, labels
+    placed in a panel, a legend over a title...); text or a legend over a panel it does not belong to;
+    a panel squeezed below ``MIN_PANEL_PX``; and an annotation without a leader line nearer another
+    marker than its own (``lra.marker_labels.misplaced_labels``). Extents come from matplotlib's own
+    renderer."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     width, height = fig.bbox.width, fig.bbox.height
-    tick_boxes = {
-        (ax.get_title(), axis.axis_name): _shown_tick_boxes(axis, renderer)
-        for ax in fig.axes
-        for axis in (ax.xaxis, ax.yaxis)
-    }
-    texts = [(text.get_text(), text.get_window_extent(renderer)) for text in _visible_texts(fig)]
-    problems = []
-    for text, box in texts + [tick for boxes in tick_boxes.values() for tick in boxes]:
-        if (
-            box.x0 < -tolerance_px
-            or box.y0 < -tolerance_px
-            or box.x1 > width + tolerance_px
-            or box.y1 > height + tolerance_px
-        ):
-            problems.append(f"text {text!r} leaves the figure: {box.bounds} in {width}x{height}")
-    titles = [(t.get_text(), t.get_window_extent(renderer)) for ax in fig.axes for t in _titles(ax)]
-    for i, (text_a, box_a) in enumerate(titles):
-        for text_b, box_b in titles[i + 1 :]:
-            if box_a.overlaps(box_b):
-                problems.append(f"titles {text_a!r} and {text_b!r} overlap")
+    blocks = _blocks(fig, renderer)
+    problems = [
+        f"{'legend' if b.kind == 'legend' else 'text'} {b.text!r} leaves the figure: {b.box.bounds} in "
+        f"{width}x{height}"
+        for b in blocks
+        if min(b.box.x0, b.box.y0, width - b.box.x1, height - b.box.y1) < -tolerance_px
+    ]
+    for i, block in enumerate(blocks):
+        problems += [block.clashes(other) for other in blocks[i + 1 :] if block.box.overlaps(other.box)]
     for ax in fig.axes:
-        notes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_visible()]
-        for i, (text_a, box_a) in enumerate(notes):
-            for text_b, box_b in notes[i + 1 :]:
-                if box_a.overlaps(box_b):
-                    problems.append(f"labels {text_a!r} and {text_b!r} overlap in {ax.get_title()!r}")
+        panel = ax.get_window_extent(renderer)
+        if min(panel.width, panel.height) < MIN_PANEL_PX:
+            problems.append(
+                f"panel {ax.get_title()!r} is squeezed to {panel.width:.0f}x{panel.height:.0f} px"
+            )
+        problems += [
+            f"{b.kind} {b.text!r} lies over the panel {ax.get_title()!r}"
+            for b in blocks
+            if b.ax is not ax and b.box.overlaps(panel)
+        ]
         problems += misplaced_labels(ax, renderer, tolerance_px)
-    for (title, axis_name), boxes in tick_boxes.items():
-        for i, (text_a, box_a) in enumerate(boxes):
-            for text_b, box_b in boxes[i + 1 :]:
-                if box_a.overlaps(box_b):
-                    problems.append(f"{axis_name} tick labels {text_a!r} and {text_b!r} overlap in {title!r}")
     return problems

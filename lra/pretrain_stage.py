@@ -27,15 +27,16 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from lra.callbacks import EfficiencyMonitor
+from lra.checkpoint_files import PRETRAIN_BEST_CHECKPOINT, check_checkpoint, write_checkpoint
 from lra.errors import ConfigError
 from lra.job_state import JobState
 from lra.pretraining import MASK_TOKENS, MaskedPretrainModule, PretrainInputs
+from lra.progress_bar import PRETRAINING
 from lra.resume import CHECKPOINT_DIR, PRETRAIN_LAST_CHECKPOINT, RunPlan, is_pretraining_checkpoint
 from lra.summary_json import planned_pretrain, pretrain_record
 from lra.trainers import best_checkpoint, stage_trainer
 
 WEIGHTS_FILE = "pretrained.pt"  # in checkpoints/
-PRETRAIN_BEST_CHECKPOINT = "pretrain-best"  # checkpoints/pretrain-best.ckpt
 TRAINING_ONLY_OPTIONS = ("attention_dropout",)  # attention options that leave the weights' meaning alone
 WEIGHTS_HINT = "give a run folder of a finished pretraining or its checkpoints/pretrained.pt"
 
@@ -104,7 +105,8 @@ def weights_file(source: Path) -> Path:
 
 
 def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The encoder's state and the ``meta`` of a weights file."""
+    """The encoder's state and the ``meta`` of a weights file (verified when its SHA-256 is recorded)."""
+    check_checkpoint(path)
     try:
         saved = torch.load(path, map_location="cpu", weights_only=True)
         return saved["encoder"], saved["meta"]
@@ -115,10 +117,9 @@ def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
 
 
 def save_weights(path: Path, weights: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    """Write a weights file atomically: a job killed while writing leaves none."""
-    partial = path.with_suffix(".partial")
-    torch.save({"encoder": weights, "meta": meta}, partial)
-    partial.replace(path)
+    """Write a weights file atomically and stamped (``lra.checkpoint_files``): a job killed while writing
+    leaves none."""
+    write_checkpoint({"encoder": weights, "meta": meta}, path)
 
 
 def check_compatible(
@@ -184,6 +185,7 @@ def pretrain(
         best=best,
         last_name=PRETRAIN_LAST_CHECKPOINT,
         efficiency=EfficiencyMonitor(elapsed_key="pretrain/elapsed_s", log_final=False),
+        title=PRETRAINING,
     )
     resumed = plan.checkpoint if is_pretraining_checkpoint(plan.checkpoint) else None
     try:
@@ -192,6 +194,7 @@ def pretrain(
         )
     finally:
         state.pretrain["steps"] = parts.trainer.global_step
+    check_checkpoint(Path(best.best_model_path))
     module.load_state_dict(
         torch.load(best.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
     )

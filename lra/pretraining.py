@@ -79,41 +79,39 @@ class GreyLevels(nn.Module):
 OBJECTIVES: dict[str, type[nn.Module]] = {"ce": TokenClasses, "l1": GreyLevels}
 
 
-class InputSequences(Dataset):
-    """The inputs of a prepared split and never its labels: item i -> (tokens (N,), length ()), int64.
+class ExampleInputs(Dataset):
+    """The inputs of a prepared split and never its labels: item i -> (tokens (N,) or, for retrieval,
+    both documents (2, N), lengths () or (2,)), int64."""
 
-    ``dual`` (retrieval): each example's two documents are two sequences, 2i and 2i + 1.
-    """
-
-    def __init__(self, split: data_prep.PreparedSplit, dual: bool) -> None:
+    def __init__(self, split: data_prep.PreparedSplit) -> None:
         self.split = split
-        self.documents = 2 if dual else 1
 
     def __len__(self) -> int:
-        return len(self.split.tokens) * self.documents
+        return len(self.split.tokens)
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        example, document = divmod(index, self.documents)
-        tokens, length = self.split.tokens[example], self.split.lengths[example]
-        if self.documents == 2:
-            tokens, length = tokens[document], length[document]
+        tokens, length = self.split.tokens[index], self.split.lengths[index]
         return tokens.astype(np.int64), np.asarray(length, dtype=np.int64)
 
 
+def sequences(batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of examples as separate sequences: tokens (B, N) or (B, 2, N) -> (B', N), lengths -> (B',);
+    a Retrieval example's two documents are two sequences, so B examples give 2B."""
+    tokens, lengths = batch
+    return tokens.reshape(-1, tokens.shape[-1]), lengths.reshape(-1)
+
+
 class PretrainInputs(LRADataModule):
-    """The stage's loaders: batches ``(tokens (B, N), lengths (B,))`` of the train split's inputs to
-    train on, and of the val split's (the test split's when the set has none) to choose the checkpoint
-    on; ``batch_size`` counts sequences."""
+    """The stage's loaders: batches ``(tokens, lengths)`` of the train split's inputs to train on, and of
+    the val split's (the test split's when the set has none) to choose the checkpoint on;
+    ``batch_size`` counts examples, as fine-tuning's does (a Retrieval batch holds twice as many
+    documents, as the authors' pretraining loader)."""
 
     BATCH_SIZE_KEY = "pretrain.batch_size"
-    ITEMS = "sequences"
 
     def training_splits(self, prepared: data_prep.PreparedSet, val_split: str) -> dict[str, Dataset]:
         val = "val" if prepared.counts.get("val") else val_split
-        return {
-            "train": InputSequences(prepared.split("train"), self.dual),
-            "val": InputSequences(prepared.split(val), self.dual),
-        }
+        return {"train": ExampleInputs(prepared.split("train")), "val": ExampleInputs(prepared.split(val))}
 
 
 class MaskedPretrainModule(L.LightningModule):
@@ -168,7 +166,7 @@ class MaskedPretrainModule(L.LightningModule):
         return self.objective(states[chosen], tokens[chosen])
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        tokens, lengths = batch
+        tokens, lengths = sequences(batch)
         real = padding_mask(lengths, tokens.shape[1])
         chosen = choose_masked(real, self.mask_prob)
         total, correct = self.score(tokens, real, chosen)
@@ -185,7 +183,7 @@ class MaskedPretrainModule(L.LightningModule):
         self.val_masks.manual_seed(self.val_seed)
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        tokens, lengths = batch
+        tokens, lengths = sequences(batch)
         real = padding_mask(lengths, tokens.shape[1])
         chosen = choose_masked(real, self.mask_prob, self.val_masks)
         _, correct = self.score(tokens, real, chosen)

@@ -5,8 +5,10 @@
 - ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
 - ``${lra.threads_per_job:DEFAULT}``: this process's cores divided among the jobs a launcher runs at
   once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
-- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES}`` and ``${lra.study_name:TASK,ATTENTION,OVERRIDES}``:
-  a sweep job's name (``lra.naming``) and a search's study name (``lra.search.study``), for folders.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES,PRETRAIN_MODE}`` and
+  ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
+  search's study name (``lra.search.study``), for folders.
+- ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from lra.help_groups import user_config_groups
 from lra.naming import job_name
 from lra.search.study import study_name
+
+BUDGET_RESOLVER = "lra.budget"  # lra.shortcuts names ``features`` in the errors of the keys it sets
 
 
 def budget(default: int, *, _root_: DictConfig) -> Any:
@@ -67,8 +72,9 @@ def threads_per_job(default: Any) -> Any:
 
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
-    OmegaConf.register_new_resolver("lra.budget", budget, replace=True)
+    OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
     OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
     OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
     OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)
+    OmegaConf.register_new_resolver("lra.config_groups", user_config_groups, replace=True)

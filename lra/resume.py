@@ -8,7 +8,9 @@ hash, stored in ``run.json`` and ``summary.json``. Every run folder holds ``run.
 its fingerprint, the job's name, options, overrides and W&B run id) and, from its first evaluation
 on, ``checkpoints/last.ckpt`` (Lightning's full state with the loader's position and the RNG states);
 a self-pretrained run also ``checkpoints/pretrain-last.ckpt``, the same for its pretraining stage,
-which a run without ``last.ckpt`` yet continues from (``lra.pretrain_stage``). A resumed run continues
+which a run without ``last.ckpt`` yet continues from (``lra.pretrain_stage``). Each is verified against
+its recorded SHA-256 before a resume, which falls back to the newest that verifies
+(``lra.checkpoint_files``). A resumed run continues
 in the ORIGINAL folder, so reports see one run; the resuming command's own Hydra folder keeps only
 its logs and ``resumed.json``, a pointer to where the run went on.
 """
@@ -28,6 +30,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from data_prep.storage import write_json
+from lra.checkpoint_files import (
+    CHECKPOINT_DIR,
+    LAST_CHECKPOINT,
+    PRETRAIN_BEST_CHECKPOINT,
+    PRETRAIN_LAST_CHECKPOINT,
+    check_checkpoint,
+    resumable_checkpoint,
+    saved_checkpoints,
+)
 from lra.errors import ConfigError
 from lra.naming import IGNORED_KEYS, run_name, varied_options
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE
@@ -35,9 +46,6 @@ from lra.summary_json import POINTER_FILE, SUMMARY_FILE
 log = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
-CHECKPOINT_DIR = "checkpoints"
-LAST_CHECKPOINT = "last"  # checkpoints/last.ckpt
-PRETRAIN_LAST_CHECKPOINT = "pretrain-last"  # checkpoints/pretrain-last.ckpt: the pretraining stage's
 
 
 @dataclass(frozen=True)
@@ -51,23 +59,9 @@ class RunPlan:
     completed: bool = False
 
 
-def last_checkpoint(directory: Path) -> Path:
-    return directory / CHECKPOINT_DIR / f"{LAST_CHECKPOINT}.ckpt"
-
-
-def resumable_checkpoint(directory: Path) -> Path | None:
-    """The checkpoint a run in ``directory`` continues from: fine-tuning's ``last.ckpt``, else the
-    pretraining stage's ``pretrain-last.ckpt``; None when it has neither."""
-    for name in (LAST_CHECKPOINT, PRETRAIN_LAST_CHECKPOINT):
-        path = directory / CHECKPOINT_DIR / f"{name}.ckpt"
-        if path.is_file():
-            return path
-    return None
-
-
 def is_pretraining_checkpoint(path: Path | None) -> bool:
-    """Whether ``path`` holds the state of a pretraining stage (``pretrain-last.ckpt``)."""
-    return path is not None and path.stem == PRETRAIN_LAST_CHECKPOINT
+    """Whether ``path`` holds the state of a pretraining stage (``pretrain-last`` or ``-best.ckpt``)."""
+    return path is not None and path.stem in (PRETRAIN_LAST_CHECKPOINT, PRETRAIN_BEST_CHECKPOINT)
 
 
 def comparable_config(cfg: DictConfig) -> dict[str, Any]:
@@ -100,10 +94,17 @@ def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:
     return sorted(o for o in job_overrides if o.lstrip("+~").split("=", 1)[0] not in IGNORED_KEYS)
 
 
+def preset_of(job_overrides: Sequence[str]) -> str | None:
+    """The paper preset the job trained under (``experiment=NAME``), None without one."""
+    chosen = [o.split("=", 1)[1] for o in job_overrides if o.split("=", 1)[0].lstrip("+~") == "experiment"]
+    return chosen[-1] if chosen else None
+
+
 def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
-    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``) and
-    the ``fingerprint`` of what it computes (``lra.resume``)."""
-    options = varied_options(job_overrides)
+    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``), the
+    ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes
+    (``lra.resume``)."""
+    options = varied_options(job_overrides, scratch=cfg.pretrain.mode == "none")
     try:
         fingerprint = job_fingerprint(comparable_config(cfg))
     except Exception:  # a config that does not resolve: the run fails on it and names the reason
@@ -111,6 +112,7 @@ def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
     return {
         "name": run_name(cfg.task.name, cfg.attention.name, cfg.seed, options),
         "options": options,
+        "preset": preset_of(job_overrides),
         "fingerprint": fingerprint,
     }
 
@@ -161,10 +163,10 @@ def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | N
     fingerprint = job_fingerprint(config)
     candidates = []
     for directory, run_file in folders:
-        checkpoint = resumable_checkpoint(directory)
+        saved = saved_checkpoints(directory / CHECKPOINT_DIR)  # verified once chosen: resumable_checkpoint
         same_job = recorded_fingerprint(run_file) == fingerprint
-        if same_job and checkpoint is not None and run_status(directory) != "completed":
-            candidates.append((checkpoint.stat().st_mtime, directory))
+        if same_job and saved and run_status(directory) != "completed":
+            candidates.append((saved[0].stat().st_mtime, directory))
     return max(candidates)[1] if candidates else None
 
 
@@ -222,12 +224,13 @@ def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunP
         checkpoint = resumable_checkpoint(path)
         if checkpoint is None:
             raise FileNotFoundError(
-                f"resume={path}: no {last_checkpoint(path).relative_to(path)} in that folder "
+                f"resume={path}: no {CHECKPOINT_DIR}/{LAST_CHECKPOINT}.ckpt in that folder "
                 f"(nor {PRETRAIN_LAST_CHECKPOINT}.ckpt; a run saves it at its first evaluation); "
                 "resume=null starts afresh"
             )
         return continued_run(path, checkpoint, config)
     if path.is_file() and path.suffix == ".ckpt":
+        check_checkpoint(path)  # the file asked for, or none: no fallback to another
         directory = path.parent.parent
         if path.parent.name == CHECKPOINT_DIR and (directory / RUN_FILE).is_file():
             return continued_run(directory, path, config)
@@ -283,9 +286,9 @@ def plan_run(
       else, when a run of the same job completed, skip the job and report that run's summary.json;
       else start afresh. A run of the same command-line overrides but another config (the config files
       changed since) is refused with one line instead: ``resume=null`` starts it afresh.
-    - ``resume=PATH``: a run folder (its ``checkpoints/last.ckpt``, else ``pretrain-last.ckpt``) or a
-      ``.ckpt`` file. A checkpoint
-      inside a run folder continues that folder (its config must equal this one); any other ``.ckpt``
+    - ``resume=PATH``: a run folder (the newest of its checkpoints that verifies:
+      ``lra.checkpoint_files.resumable_checkpoint``) or a ``.ckpt`` file. A checkpoint inside a run
+      folder continues that folder (its config must equal this one); any other ``.ckpt``
       starts this run's new folder from its state.
     - ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
       with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.preemption``).

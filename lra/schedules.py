@@ -4,6 +4,14 @@ optimizer step.
 - ``warmup_linear`` (the task default): the learning rate rises linearly over the first ``warmup``
   steps, ``lr · (s + 1) / warmup``, then falls linearly to 0 at ``total`` steps.
 - ``warmup_constant`` (self-pretraining, Amos et al.): the same warm-up, then ``lr`` to the end.
+- ``warmup_rsqrt`` (the LRA code's ``constant * linear_warmup * rsqrt_decay``): a factor
+  ``min(1, s / warmup) / sqrt(max(s, warmup))`` of ``lr``, so that ``lr`` is that code's constant (its
+  peak, at ``warmup``, is ``lr / sqrt(warmup)``); ``total`` is not used.
+- ``warmup_cosine`` (the LRA code's ``constant * linear_warmup * cosine_decay`` with
+  ``steps_per_cycle = total``): ``min(1, s / warmup) · max(0, ½(1 + cos(π · (p mod 1))))`` with
+  ``p = max(0, (s - warmup) / total)``.
+  In both, ``s`` counts optimizer steps from 0, so the first step of a warm-up has learning rate 0,
+  as in that code (Flax's optimizer step).
 - ``one_cycle`` (the Skyformer and Nyströmformer authors' code): torch's ``OneCycleLR`` with
   ``max_lr = lr``, ``pct_start = warmup / total``, linear annealing and its other defaults: from
   ``lr / 25`` up to ``lr`` at step ``warmup``, then down to ``lr / (25 · 10⁴)`` at ``total``; with
@@ -12,6 +20,7 @@ optimizer step.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from torch.optim import Optimizer
@@ -36,6 +45,26 @@ def warmup_constant(optimizer: Optimizer, lr: float, warmup: int, total: int) ->
     return LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
 
 
+def linear_warmup(step: int, warmup: int) -> float:
+    """The LRA code's ``linear_warmup`` factor: ``min(1, step / warmup)`` (1 without a warm-up)."""
+    return min(1.0, step / warmup) if warmup else 1.0
+
+
+def warmup_rsqrt(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """``linear_warmup * rsqrt_decay`` of the LRA code (module docstring); ``total`` is not used."""
+    return LambdaLR(optimizer, lambda step: linear_warmup(step, warmup) / math.sqrt(max(step, warmup, 1)))
+
+
+def warmup_cosine(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """``linear_warmup * cosine_decay`` of the LRA code, one cycle of ``total`` steps (module docstring)."""
+
+    def factor(step: int) -> float:
+        progress = max(0.0, (step - warmup) / total)
+        return linear_warmup(step, warmup) * max(0.0, 0.5 * (1.0 + math.cos(math.pi * (progress % 1.0))))
+
+    return LambdaLR(optimizer, factor)
+
+
 def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
     """``OneCycleLR`` as the authors configure it (see the module docstring); needs ``warmup <= total``."""
     return OneCycleLR(
@@ -46,6 +75,8 @@ def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRSch
 SCHEDULES: dict[str, ScheduleBuilder] = {
     "warmup_linear": warmup_linear,
     "warmup_constant": warmup_constant,
+    "warmup_rsqrt": warmup_rsqrt,
+    "warmup_cosine": warmup_cosine,
     "one_cycle": one_cycle,
 }
 

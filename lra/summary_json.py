@@ -33,6 +33,7 @@ METRIC_KEYS = (
     "perf/samples_per_s",
     "perf/train_time_s",
     "model/params",
+    "model/mixer_params",
     "train/steps",
 )
 VERSIONED_PACKAGES = {
@@ -99,6 +100,7 @@ def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
         "clip": clip,
         "clip_value": None if clip is None else protocol.get("clip_value"),
         "select_after": protocol.get("select_after"),
+        "tested": protocol.get("tested", "best"),
         "attention_dropout": (config.get("attention") or {}).get("attention_dropout"),
     }
 
@@ -184,6 +186,7 @@ def make_summary(
                  split's inputs of the weights fine-tuning started from (0-1, or null), "time_s":
                  pretraining seconds, or null} (docs/pretraining.md),
          "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
+         "preset": the experiment= preset it trained under, or null,
          "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
     """
     if status not in STATUSES:

@@ -1,9 +1,15 @@
 """The tables printed from summary.json files: a run's final table (``format_table``) and, after a
-multirun, the table of the whole sweep (``SweepSummary``, a Hydra callback in conf/config.yaml)."""
+multirun, the table of the whole sweep (``SweepSummary``, a Hydra callback in conf/config.yaml).
+
+A job that did not complete says why in the table: its summary.json's ``error`` in a last ``why``
+column, one line cut between words; when every job of a sweep failed for one reason, that reason
+stands once above the table instead.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +17,7 @@ from hydra.experimental.callback import Callback as HydraCallback
 from omegaconf import DictConfig
 
 from lra.naming import record_swept_keys, short_keys
+from lra.one_line import one_line
 from lra.summary_json import read_summaries
 
 
@@ -45,6 +52,9 @@ TABLE_COLUMNS = (
     "time",
     "peak memory",
 )
+WHY_COLUMN = "why"
+WHY_WIDTH = 60  # characters of a reason in the why column
+REASON_WIDTH = 200  # characters of a reason on a line of its own
 
 
 def option_columns(summaries: list[dict[str, Any]]) -> list[str]:
@@ -83,18 +93,45 @@ def table_row(summary: dict[str, Any], options: list[str]) -> tuple[str, ...]:
     )
 
 
+def failure_reason(summary: dict[str, Any]) -> str:
+    """Why a job did not complete: its summary.json's ``error``, else its status."""
+    return summary.get("error") or summary["status"]
+
+
+def shared_failure(unfinished: Sequence[tuple[str, str]], jobs: int) -> str | None:
+    """``All N jobs failed: REASON`` when all of two or more ``jobs`` are ``unfinished`` (status, reason)
+    for one reason, else None."""
+    statuses = {status for status, _ in unfinished}
+    reasons = {reason for _, reason in unfinished}
+    if not len(unfinished) == jobs > 1 or len(reasons) > 1:
+        return None
+    outcome = statuses.pop() if len(statuses) == 1 else "did not complete"
+    return f"All {jobs} jobs {outcome}: {one_line(reasons.pop(), REASON_WIDTH)}"
+
+
+def why_cell(summary: dict[str, Any]) -> str:
+    return "-" if summary["status"] == "completed" else one_line(failure_reason(summary), WHY_WIDTH)
+
+
 def format_table(summaries: list[dict[str, Any]]) -> str:
     """A plain-text table: task, attention, a column per option the sweep varies, SPT (self-pretraining,
-    ``pretrain_label``), seed, status, best val acc, test acc, time (both stages'), peak memory."""
+    ``pretrain_label``), seed, status, best val acc, test acc, time (both stages'), peak memory, and
+    ``why`` a job did not complete (module docstring)."""
     options = option_columns(summaries)
     header = (*TABLE_COLUMNS[:2], *short_keys(options).values(), *TABLE_COLUMNS[2:])
-    rows = [header, *(table_row(summary, options) for summary in summaries)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    rows = [table_row(summary, options) for summary in summaries]
+    unfinished = [(s["status"], failure_reason(s)) for s in summaries if s["status"] != "completed"]
+    shared = shared_failure(unfinished, len(summaries))
+    if shared is None and unfinished:
+        header = (*header, WHY_COLUMN)
+        rows = [(*row, why_cell(summary)) for row, summary in zip(rows, summaries, strict=True)]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return "\n".join([shared, *lines] if shared else lines)
 
 
 class SweepSummary(HydraCallback):
@@ -118,8 +155,8 @@ class SweepSummary(HydraCallback):
         unfinished = [summary for summary in summaries if summary["status"] != "completed"]
         if unfinished:
             print(
-                f"{len(unfinished)} of {len(summaries)} jobs did not complete; see their summary.json "
-                f"(status, error)",
+                f"{len(unfinished)} of {len(summaries)} jobs did not complete; each one's summary.json "
+                f"holds its whole error",
                 file=sys.stderr,
                 flush=True,
             )

@@ -40,6 +40,7 @@ from lra.resume import (
     job_record,
     record_plan,
 )
+from lra.run_lock import RunLock
 from lra.summary_json import now_iso
 from lra.trainers import best_checkpoint, stage_trainer
 
@@ -70,13 +71,16 @@ def build_model(cfg: DictConfig) -> LRAClassifier:
 
 def selectable_after(cfg: DictConfig) -> int:
     """The last step whose evaluation cannot select the best checkpoint: ``protocol.select_after`` of
-    ``trainer.max_steps``, rounded down (an evaluation counts when its step is strictly after it)."""
+    ``trainer.max_steps``, rounded down (an evaluation counts when its step is strictly after it); with
+    ``protocol.tested=final`` the step before the last, so that the final weights are tested."""
+    if cfg.protocol.tested == "final":
+        return cfg.trainer.max_steps - 1
     return int(cfg.protocol.select_after * cfg.trainer.max_steps)
 
 
 def build_module(cfg: DictConfig) -> LRALitModule:
-    """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` with the
-    ``protocol.schedule`` over ``trainer.max_steps`` steps."""
+    """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` (betas and eps of
+    ``protocol``) with the ``protocol.schedule`` over ``trainer.max_steps`` steps."""
     return LRALitModule(
         build_model(cfg),
         num_classes=cfg.task.num_classes,
@@ -88,6 +92,8 @@ def build_module(cfg: DictConfig) -> LRALitModule:
         selectable_after=selectable_after(cfg),
         attention_name=cfg.attention.name,
         finite_check_every=cfg.trainer.log_every_n_steps,
+        betas=tuple(cfg.protocol.adam_betas),
+        eps=cfg.protocol.adam_eps,
     )
 
 
@@ -190,9 +196,12 @@ def run(
     plan: RunPlan | None = None
     with failures_noted(state):  # a job refused here (config, resume) is recorded as failed below
         check_config(cfg)
-        plan = shared_plan(cfg, output_dir, resume_roots, job_overrides)  # one plan for every DDP process
+        planned = shared_plan(cfg, output_dir, resume_roots, job_overrides)  # one plan for every DDP process
         if rank_zero_only.rank == 0:
-            record_plan(plan, cfg, output_dir, job, job_overrides)
+            if not planned.completed:  # one writer per run folder: a second process stops here
+                state.lock = RunLock.acquire(planned.directory)
+            record_plan(planned, cfg, output_dir, job, job_overrides)
+        plan = planned
     if plan is not None and plan.completed:
         return report_completed(plan.directory)  # its summary.json stays as it is
     try:
@@ -202,6 +211,8 @@ def run(
     finally:
         finish_loggers(state.loggers)
         summary = record_outcome(cfg, job, state)
+        if state.lock is not None:
+            state.lock.release()
         if state.status == "interrupted":
             outlive_process_zero()
     return summary

@@ -16,14 +16,16 @@ from typing import Any
 
 import lightning as L
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig, OmegaConf
 
 from lra.agreed_stop import AgreedStop
 from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
+from lra.checkpoint_files import VerifiedCheckpointIO
 from lra.job_state import TrainerParts
 from lra.preemption import lightning_plugins
+from lra.progress_bar import FINE_TUNING, StageProgressBar
 from lra.resume import CHECKPOINT_DIR
 from lra.training_state import TrainingOrderState
 
@@ -58,9 +60,10 @@ def stage_trainer(
     best: ModelCheckpoint,
     last_name: str,
     efficiency: EfficiencyMonitor,
+    title: str = FINE_TUNING,
 ) -> TrainerParts:
     """The trainer of one stage of ``max_steps`` steps (module docstring); ``best`` keeps its best
-    checkpoint, ``checkpoints/<last_name>.ckpt`` its full state."""
+    checkpoint, ``checkpoints/<last_name>.ckpt`` its full state; ``title`` heads its progress bar."""
     last_state = ModelCheckpoint(  # after ``best``, so that it saves that callback's updated state
         dirpath=output_dir / CHECKPOINT_DIR,
         filename=last_name,
@@ -72,7 +75,7 @@ def stage_trainer(
     extra = [instantiate(node) for node in cfg.callbacks.values()]
     # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
     refresh = cfg.trainer.log_every_n_steps
-    progress = [TQDMProgressBar(refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
+    progress = [StageProgressBar(title, refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
     trainer = L.Trainer(
         **{**OmegaConf.to_container(cfg.trainer, resolve=True), "max_steps": max_steps},
         **clipping(cfg.protocol),
@@ -89,7 +92,7 @@ def stage_trainer(
             AgreedStop(),  # last: a signal sent during a step's callbacks stops training after that step
         ],
         logger=loggers or False,
-        plugins=lightning_plugins(),
+        plugins=[*lightning_plugins(), VerifiedCheckpointIO()],  # atomic, stamped, verified
         default_root_dir=output_dir,
     )
     return TrainerParts(trainer, efficiency, best)

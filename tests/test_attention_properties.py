@@ -51,13 +51,9 @@ def build(name: str, seq: int, **options):
     return core.eval()
 
 
-def test_ten_names_in_registry():
-    ten = ["bigbird", "informer", "kernelized", "linformer", "longformer", "nystrom", "performer", "reformer"]
-    ten += ["skyformer", "standard"]
-    assert sorted(NAMES) == ten
+def test_every_registered_core_approximates_nothing_or_a_registered_core():
     for name in NAMES:
-        spec = attention_zoo.spec(name)
-        assert spec.approximates in (None, *NAMES), name
+        assert attention_zoo.spec(name).approximates in (None, *NAMES), name
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,7 @@ from lra.bench.fidelity_measure import checkpoint_core_inputs, relative_spectral
 from lra.bench.measuring import Failure, Isolation
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+REPO = Path(__file__).resolve().parents[1]
 
 
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -78,6 +82,7 @@ def test_efficiency_in_process_writes_csv_markdown_and_plot(tmp_path, device):
     assert (tmp_path / f"efficiency_{device}.png").read_bytes().startswith(PNG_MAGIC)
 
 
+@pytest.mark.slow  # three measurements, each in a fresh interpreter that imports torch
 def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
     argv = ["efficiency", "--attentions", NAIVE, "--lengths", "64", "8192", "16384", "--scopes", "layer"]
     argv += ["--repeats", "1", "--warmup", "0", "--isolation", "subprocess", "--mem-limit-mb", "256"]
@@ -243,3 +248,26 @@ def test_checkpoint_without_its_run_folder_is_a_clear_error(tmp_path):
     stray.write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="summary.json"):
         checkpoint_core_inputs(stray, None, count=2)
+
+
+def test_every_benchmark_writes_to_the_git_ignored_outputs_bench_unless_told(tmp_path, monkeypatch):
+    from lra.bench.__main__ import COMMANDS
+    from lra.bench.output import DEFAULT_OUT
+
+    for name, module in COMMANDS.items():
+        parser = argparse.ArgumentParser()
+        module.configure(parser)
+        required = ["--against", "authors"] if name == "compare" else []
+        assert parser.parse_args(required).out == DEFAULT_OUT == Path("outputs/bench"), name
+    ignored = subprocess.run(["git", "check-ignore", "-q", "outputs/bench/efficiency_cpu.md"], cwd=REPO)
+    assert ignored.returncode == 0, "outputs/ is not in .gitignore"
+    monkeypatch.chdir(tmp_path)  # a checkout: the run must leave results/ alone
+    argv = ["efficiency", "--attentions", "standard", "--lengths", "32", "--scopes", "layer"]
+    assert main([*argv, "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]) == 0
+    assert (tmp_path / "outputs" / "bench" / "efficiency_cpu.md").is_file()
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_results_readme_writes_into_results_on_purpose():
+    commands = re.findall(r"`(python -m lra\.bench [^`]*)`", (REPO / "results" / "README.md").read_text())
+    assert commands and all("--out results" in command for command in commands), commands

@@ -76,6 +76,7 @@ print(minor_page_faults() - before)
 """
 
 
+@pytest.mark.slow  # two fresh interpreters
 def test_steady_heap_reuses_freed_buffers_without_page_faults():
     """glibc by default unmaps a freed 64 MiB buffer, so the next one faults in all 16384 of its pages."""
     faults = {
@@ -92,6 +93,7 @@ def test_steady_heap_reuses_freed_buffers_without_page_faults():
     assert faults["default"] >= 16384 and faults["steady"] < 1000, faults
 
 
+@pytest.mark.slow  # python -m lra.bench compare in a subprocess
 def test_steady_heap_run_writes_its_own_page(stand_in_checkout, tmp_path):
     argv = ["-m", "lra.bench", "compare", "--against", "authors", "--authors-code", str(stand_in_checkout)]
     argv += ["--cores", "nystrom", *TINY, "--steady-heap", "--out", str(tmp_path)]

@@ -1,6 +1,7 @@
 """The README and the manual: every relative link points at a file that exists (and at a heading of
-it, for a ``#fragment``), the README stays short with links into ``docs/``, and results/README.md
-names every committed result."""
+it, for a ``#fragment``), the README stays short with links into ``docs/``, results/README.md
+names every committed result, and the facts the docs hold for the code (the resume fingerprint's
+keys) are the code's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from lra.naming import IGNORED_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/*.md", "*/README.md", "results/*/README.md")
@@ -96,6 +99,18 @@ def test_the_results_readme_names_every_committed_result():
     names = [path.name for path in (REPO / "results").iterdir() if path.name != "README.md"]
     unlisted = [name for name in names if name not in listed]
     assert unlisted == []
+
+
+def test_running_md_names_the_keys_the_fingerprint_leaves_out_and_the_config_links_there():
+    running = REPO / "docs" / "running.md"
+    section = running.read_text().split("\n## Resuming\n", 1)[1].split("\n## ", 1)[0]
+    listed = re.search(r"((?:`\w+`,\s+)+`\w+`\s+and\s+`\w+`)\s+\(`IGNORED_KEYS`", section)
+    assert listed is not None, (
+        "docs/running.md § Resuming lists IGNORED_KEYS as `a`, `b` and `c` (`IGNORED_KEYS`"
+    )
+    assert sorted(re.findall(r"`(\w+)`", listed.group(1))) == sorted(IGNORED_KEYS)
+    assert "docs/running.md#resuming" in (REPO / "conf" / "config.yaml").read_text()
+    assert "resuming" in anchors(running)
 
 
 def test_a_broken_link_and_a_missing_heading_are_found(tmp_path: Path):

@@ -70,6 +70,8 @@ def test_summary_json_schema(data_root, tmp_path):
     assert summary["started"] <= summary["finished"]
     assert summary["output_dir"] == str(tmp_path.resolve())
     assert 0 <= summary["metrics"]["test/acc"] <= 1 and summary["metrics"]["model/params"] > 1000
+    assert 0 < summary["metrics"]["model/mixer_params"] < summary["metrics"]["model/params"]
+    assert summary["preset"] is None  # no experiment= preset
     assert (tmp_path / "checkpoints" / "best.ckpt").is_file()
     assert summary["schema"] == SCHEMA == 3
     assert summary["pretrain"] is None  # trained from scratch
@@ -184,7 +186,8 @@ def test_bad_config_fails_before_training(data_root, tmp_path, override, message
 
 
 def test_missing_download_names_the_prepare_command(tmp_path):
-    summary = run_job(tmp_path / "empty", tmp_path / "out", "text", "standard")
+    # a run outside debug=fdr (which would train on a stand-in instead: tests/test_data_small_sets.py)
+    summary = run_job(tmp_path / "empty", tmp_path / "out", "text", "standard", "debug_data_size=null")
     assert summary["status"] == "failed"
     assert (
         "no prepared data set 'text'" in summary["error"] and "python -m data_prep text" in summary["error"]
@@ -215,7 +218,8 @@ def test_missing_listops_is_generated(tmp_path, monkeypatch):
         )
     )
     monkeypatch.setitem(RECIPES, "listops-tiny", recipe)
-    summary = run_job(tmp_path / "data", tmp_path / "out", "listops", "standard", "task.dataset=listops-tiny")
+    dataset = ("task.dataset=listops-tiny", "debug_data_size=null")  # not debug=fdr's small set
+    summary = run_job(tmp_path / "data", tmp_path / "out", "listops", "standard", *dataset)
     assert summary["status"] == "completed", summary["error"]
     meta = json.loads((tmp_path / "data" / "listops-tiny" / "meta.json").read_text())
     assert (meta["counts"], meta["seq_len"]) == ({"train": 40, "val": 8, "test": 8}, 32)

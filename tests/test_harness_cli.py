@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import TINY_SEQ_LEN, tiny_data_overrides
+from helpers.python_m_lra import python_m_lra
 
 pytestmark = pytest.mark.slow  # each test starts python -m lra in a subprocess
 
@@ -17,15 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def lra_command(args: list[str], cwd: Path = REPO, timeout: int = 240) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run(
-        [sys.executable, "-m", "lra", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return python_m_lra(args, cwd, timeout)
 
 
 def tiny(data_root: Path, *extra: str) -> list[str]:

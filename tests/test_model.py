@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import pytest
 import torch
 
 import attention_zoo
+from lra.callbacks import parameter_counts
 from lra.model import LRAClassifier, padding_mask
 
 SEQ = 24
@@ -149,3 +151,116 @@ def test_embeddings_start_as_both_papers_code_normal_with_std_002():
     for embedding in (model.encoder.token_embedding, model.encoder.position_embedding):
         weights = embedding.weight.detach()
         assert abs(weights.mean().item()) < 2e-3 and 0.019 < weights.std().item() < 0.021
+
+
+# The LRA code's encoder options (experiment=lra): qkv width, no projection biases, CLS token, sinusoids.
+LRA_OPTIONS = {"qkv_dim": 16, "qkv_bias": False, "cls_token": True, "learn_pos_emb": False}
+
+
+def test_qkv_width_apart_from_the_model_width():
+    calls = []
+
+    def factory(**shapes):
+        calls.append(shapes)
+        return attention_zoo.build_attention("standard", **shapes)
+
+    model = LRAClassifier(
+        vocab_size=20, num_classes=2, seq_len=SEQ, attention=factory, dim=32, num_heads=4, **LRA_OPTIONS
+    )
+    attention = model.encoder.blocks[0].attention
+    assert (attention.qkv.weight.shape, attention.out.weight.shape) == ((48, 32), (32, 16))
+    assert attention.qkv.bias is None and attention.out.bias is None
+    assert calls[0] == {"head_dim": 4, "num_heads": 4, "seq_len": SEQ + 1}  # the CLS token is a position
+    lengths = torch.tensor([SEQ, 5])
+    assert model.eval()(random_tokens(2, lengths.tolist()), lengths).shape == (2, 2)
+
+
+def test_qkv_width_not_divisible_by_heads_names_the_key():
+    with pytest.raises(ValueError, match="model.qkv_dim=18 must be a multiple of model.num_heads=4"):
+        LRAClassifier(
+            vocab_size=20, num_classes=2, seq_len=SEQ, attention=None, dim=32, num_heads=4, qkv_dim=18
+        )
+
+
+def test_sinusoids_are_the_lra_table_and_no_parameter():
+    model = make_lra_model()
+    table = model.encoder.position_table
+    assert model.encoder.position_embedding is None and "position_table" not in model.state_dict()
+    position, feature = 7, 6  # sin at even features, cos at odd ones, frequency 10000^(-feature/dim)
+    frequency = 10000 ** (-feature / 32)
+    assert table[position, feature].item() == pytest.approx(math.sin(position * frequency), abs=1e-6)
+    assert table[position, feature + 1].item() == pytest.approx(math.cos(position * frequency), abs=1e-6)
+
+
+def make_lra_model(pooling: str = "first", **options) -> LRAClassifier:
+    torch.manual_seed(0)
+    factory = partial(attention_zoo.build_attention, "standard")
+    return LRAClassifier(
+        vocab_size=20,
+        num_classes=3,
+        seq_len=SEQ,
+        attention=factory,
+        dim=32,
+        num_heads=2,
+        pooling=pooling,
+        **{**LRA_OPTIONS, **options},
+    ).eval()
+
+
+def test_cls_pooling_reads_the_cls_tokens_state_and_ignores_padding():
+    model = make_lra_model()
+    lengths = torch.tensor([SEQ, 6])
+    tokens = random_tokens(2, lengths.tolist())
+    mask = padding_mask(lengths, SEQ)
+    states = model.encoder.encode(tokens, mask)  # (B, 1 + N, dim)
+    assert states.shape == (2, SEQ + 1, 32)
+    torch.testing.assert_close(model.pooled(tokens, mask), states[:, 0])
+    assert model.encoder(tokens, mask).shape == (2, SEQ, 32)  # token states only (self-pretraining's)
+    noisy = torch.where(mask, tokens, torch.randint(1, 20, tokens.shape))
+    torch.testing.assert_close(model(tokens, lengths), model(noisy, lengths), atol=1e-5, rtol=1e-5)
+
+
+def test_the_cls_token_starts_at_zero_and_learns():
+    model = make_lra_model().train()
+    assert not model.encoder.cls.detach().any()
+    lengths = torch.tensor([SEQ, 9])
+    model(random_tokens(2, lengths.tolist()), lengths).sum().backward()
+    assert model.encoder.cls.grad.abs().sum() > 0
+
+
+def test_first_pooling_without_a_cls_token_reads_the_first_token():
+    model = make_lra_model(cls_token=False)
+    lengths = torch.tensor([SEQ, 6])
+    tokens, mask = random_tokens(2, lengths.tolist()), padding_mask(lengths, SEQ)
+    torch.testing.assert_close(model.pooled(tokens, mask), model.encoder(tokens, mask)[:, 0])
+
+
+def test_retrieval_concat_and_a_deeper_classifier():
+    """The LRA code's dual head: [u, v] -> 512 -> 256 -> classes, here at a small scale."""
+    model = make_lra_model(dual=True, dual_features="concat", classifier_dim=[12, 6])
+    widths = [
+        (layer.in_features, layer.out_features) for layer in model.classifier if hasattr(layer, "in_features")
+    ]
+    assert widths == [(64, 12), (12, 6), (6, 3)]
+    lengths = torch.tensor([[SEQ, 7], [4, 12]])
+    tokens = torch.stack(
+        [random_tokens(2, lengths[:, 0].tolist(), 1), random_tokens(2, lengths[:, 1].tolist(), 2)], 1
+    )
+    u = model.pooled(tokens[:, 0], padding_mask(lengths[:, 0], SEQ))
+    v = model.pooled(tokens[:, 1], padding_mask(lengths[:, 1], SEQ))
+    torch.testing.assert_close(model(tokens, lengths), model.classifier(torch.cat([u, v], dim=-1)))
+
+
+def test_unknown_pooling_or_combination_is_one_line():
+    with pytest.raises(ValueError, match=r"^model.pooling='max' is not one of mean, first$"):
+        make_lra_model(pooling="max")
+    with pytest.raises(ValueError, match=r"^model.dual_features='sum' is not one of nli, concat$"):
+        make_lra_model(dual_features="sum")
+
+
+def test_the_mixers_parameters_are_those_of_the_blocks_attention_submodules():
+    model = make_model("nystrom", num_landmarks=4)
+    attention = [p for block in model.encoder.blocks for p in block.attention.parameters()]
+    counts = parameter_counts(model)
+    assert counts["model/mixer_params"] == sum(p.numel() for p in attention) > 0
+    assert counts["model/params"] == sum(p.numel() for p in model.parameters()) > counts["model/mixer_params"]

@@ -285,19 +285,19 @@ def test_incompatible_weights_are_refused_in_one_line_before_training(
 
 
 @pytest.mark.parametrize(
-    ("task", "mask_prob", "lr"),
+    ("task", "mask_prob", "lr", "loss"),
     [
-        ("listops", 0.10, 1e-3),
-        ("text", 0.15, 5e-4),
-        ("retrieval", 0.15, 5e-3),
-        ("image", 0.50, 1e-3),
-        ("pathfinder", 0.50, 1e-3),
-        ("pathx", 0.50, 5e-4),
+        ("listops", 0.10, 1e-3, "ce"),
+        ("text", 0.15, 5e-4, "ce"),
+        ("retrieval", 0.15, 5e-3, "ce"),
+        ("image", 0.50, 1e-3, "l1"),
+        ("pathfinder", 0.50, 1e-3, "ce"),
+        ("pathx", 0.50, 5e-4, "ce"),
     ],
 )
-def test_each_task_pretrains_with_the_authors_settings(task, mask_prob, lr):
+def test_each_task_pretrains_with_the_authors_settings(task, mask_prob, lr, loss):
     pretrain = compose_config([f"task={task}", "pretrain=masked"]).pretrain
-    assert (pretrain.mask_prob, pretrain.lr, pretrain.loss) == (mask_prob, lr, "ce")
+    assert (pretrain.mask_prob, pretrain.lr, pretrain.loss) == (mask_prob, lr, loss)
 
 
 def test_a_run_from_scratch_is_the_same_job_as_a_config_without_pretrain():

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 from conftest import compose_config, smoke_overrides
+from helpers.mixed_runs import DEMO
 from helpers.report_summaries import write_curve, write_summary
 
 from lra.plotting import agg_pyplot, save_figure, text_problems
 from lra.published_numbers import TASKS
 from lra.report.cli import main
 from lra.report.curves import read_curve, read_curves
-from lra.report.figures import accuracy_vs_time, speed_accuracy_memory, validation_curves
+from lra.report.figure3 import MAX_LABELS, speed_accuracy_memory
+from lra.report.figures import accuracy_vs_time, validation_curves
 from lra.report.runs import find_runs, latest_per_seed, load_run
 from lra.train import run
 
@@ -65,12 +67,12 @@ def test_runs_at_chance_are_flagged_in_the_tables_and_counted_at_the_top(tmp_pat
     assert main(["--runs", str(runs), "--out", str(out), "--final", "--paper", "nystromformer"]) == 0
     text = (out / "lra_table.md").read_text()
     # performer: 50.5% (at chance: at most 50% + 1 point) and 51.5% (not) on each task
-    assert "| performer | 51.00 ± 0.71 (2, 1 at chance) |" in text
+    assert "| performer | 51.00 ± 0.71 [44.65, 57.35] (2, 1 at chance) |" in text
     # five performer runs and the budget variant's 30%
     assert "at most the test split's majority-class share + 1 point): 6 run(s)" in text
     assert "## Test accuracy at the final weights (%)" in text
-    assert "| standard | 62.50 ± 0.71 (2) |" in text  # test/acc: 62% and 63%
-    assert "| standard | 60.00 ± 0.00 (2) |" in text.split("final weights")[1]  # test/acc_final: 60%
+    assert "| standard | 62.50 ± 0.71 [56.15, 68.85] (2) |" in text  # test/acc: 62% and 63%
+    assert "| standard | 60.00 ± 0.00 [60.00, 60.00] (2) |" in text.split("final weights")[1]  # 60% twice
 
 
 def test_schema_one_runs_say_no_flag_is_possible_and_other_schemas_one_line(tmp_path: Path, capsys):
@@ -123,32 +125,42 @@ def test_every_report_figure_keeps_its_text_inside_and_tick_labels_apart(tmp_pat
         agg_pyplot().close(figure)
 
 
-# attention -> (test accuracy, median step ms): ten markers crowded as in a short CPU demo, several
-# within a marker's width of each other
-CROWDED = {
-    "standard": (0.475, 10.0), "kernelized": (0.492, 12.3), "linformer": (0.492, 9.0),
-    "nystrom": (0.490, 15.6), "informer": (0.488, 15.2), "performer": (0.487, 9.4),
-    "bigbird": (0.483, 17.9), "skyformer": (0.477, 19.2), "longformer": (0.466, 28.6),
-    "reformer": (0.457, 60.0),
-}  # fmt: skip
+CROWDED = DEMO  # ten markers crowded as in a short CPU demo, several within a marker's width
 DEMO_MAJORITY = {"train": 0.131, "val": 0.131, "test": 0.131}
 
 
-def test_figure3_puts_every_label_beside_its_own_marker_or_joins_them_by_a_leader_line(tmp_path: Path):
-    for attention, (acc, step_ms) in CROWDED.items():
+def write_crowded(root: Path, count: int) -> Path:
+    """The first ``count`` ``CROWDED`` attentions on the demo's generated ListOps."""
+    for attention, (acc, step_ms) in list(CROWDED.items())[:count]:
         write_summary(
-            tmp_path, "listops", attention, 0, acc, schema=2,
+            root, "listops", attention, 0, acc, schema=2,
             config={"attention": {"name": attention, "num_landmarks": 16}, "task": {"name": "listops"},
                     "features": 16},
             data={"set": "listops-demo", "source": "generator", "majority_share": DEMO_MAJORITY},
             metrics={"perf/step_ms": step_ms, "perf/peak_rss_mb": 500.0 + 10 * step_ms},
         )  # fmt: skip
-    figure = speed_accuracy_memory(latest_per_seed(find_runs([tmp_path])), per_task=True)
+    return root
+
+
+def test_figure3_puts_every_label_beside_its_own_marker_or_joins_them_by_a_leader_line(tmp_path: Path):
+    figure = speed_accuracy_memory(latest_per_seed(find_runs([write_crowded(tmp_path, MAX_LABELS)])), True)
     assert figure is not None
     (ax,) = figure.axes
-    assert len(ax.texts) == len(CROWDED)
+    assert len(ax.texts) == MAX_LABELS and not figure.legends
     assert text_problems(figure) == []
     save_figure(figure, tmp_path / "figure3.png")
+
+
+def test_figure3_lists_more_than_eight_variants_of_a_panel_in_a_legend_keyed_by_marker(tmp_path: Path):
+    figure = speed_accuracy_memory(latest_per_seed(find_runs([write_crowded(tmp_path, len(CROWDED))])), True)
+    assert figure is not None
+    (ax,) = figure.axes
+    (legend,) = figure.legends
+    assert not ax.texts and [t.get_text().split(" (")[0] for t in legend.get_texts()] == sorted(CROWDED)
+    markers = {(h.get_marker(), h.get_color()) for h in legend.legend_handles}
+    assert len(markers) == len(CROWDED)  # each entry tells its marker apart
+    assert text_problems(figure) == []
+    agg_pyplot().close(figure)
 
 
 def test_figure3_per_task_wraps_the_long_titles_of_generated_sets_apart(tmp_path: Path):

@@ -63,8 +63,14 @@ def test_spt_runs_get_rows_of_their_own_beside_their_runs_from_scratch(tmp_path:
     text = report(write_nystrom(tmp_path / "runs"))
     accuracy = section(text, "## Test accuracy (%)")
     # schema 1 (no "pretrain") and schema 3 with "pretrain": null are both from scratch: one row
-    assert row(accuracy, "nystrom")[:2] == ["35.00 ± 5.00 (3)", "62.00 ± 2.83 (2)"]
-    assert row(accuracy, "nystrom (SPT)")[:2] == ["43.33 ± 3.06 (3)", "72.00 ± 2.00 (3)"]
+    assert row(accuracy, "nystrom")[:2] == [
+        "35.00 ± 5.00 [22.58, 47.42] (3)",
+        "62.00 ± 2.83 [36.59, 87.41] (2)",
+    ]
+    assert row(accuracy, "nystrom (SPT)")[:2] == [
+        "43.33 ± 3.06 [35.74, 50.92] (3)",
+        "72.00 ± 2.00 [67.03, 76.97] (3)",
+    ]
     assert row(accuracy, "nystrom (SPT share=0.4)")[0] == "33.00 (1)"
     side = section(text, "## From scratch vs self-pretrained (SPT)")
     # listops: the same seeds on both sides, paired: differences 10, 9 and 6 points
@@ -104,24 +110,36 @@ def test_a_report_without_spt_runs_has_no_spt_section(tmp_path: Path):
 def test_amos_table_one_stands_beside_our_standard_rows(tmp_path: Path):
     runs = tmp_path / "runs"
     for index, task in enumerate(AMOS_SPT_ACCURACY.columns):  # every column, Path-X included
-        write_summary(runs, task, "standard", 0, 0.40 + index / 100)
-        write_summary(runs, task, "standard", 0, 0.60 + index / 100, pretrain=masked_pretrain())
+        write_summary(runs, task, "standard", 0, 0.40 + index / 100, preset="amos")
+        write_summary(
+            runs, task, "standard", 0, 0.60 + index / 100, pretrain=masked_pretrain(), preset="amos"
+        )
     generated = {"set": "listops-generated", "source": "generator"}
-    write_summary(runs, "listops", "standard", 1, 0.9, pretrain=masked_pretrain(), data=generated)
+    write_summary(
+        runs, "listops", "standard", 1, 0.9, pretrain=masked_pretrain(), data=generated, preset="amos"
+    )
     table = section(report(runs), "### Beside the published numbers")
     assert AMOS_SPT_ACCURACY.paper in table
-    assert row(table, "standard") == [
+    assert row(table, "standard: from scratch")[:-1] == [
         "40.00 (1) / 36.37", "41.00 (1) / 64.27", "42.00 (1) / 57.46", "43.00 (1) / 42.44",
         "44.00 (1) / 71.40", "45.00 (1) / chance", "42.50 / 53.66",
     ]  # fmt: skip
-    assert row(table, "standard (SPT)")[-2:] == ["65.00 (1) / 88.05", "62.50 / 81.81"]
+    assert row(table, "standard: causal SPT")[-3:-1] == ["— / 88.05", "— / 81.81"]  # none of ours is causal
+    masked = row(table, "standard (SPT): masked SPT")  # ours, masked, beside the masked row
+    assert masked[-3:-1] == ["65.00 (1) / not transcribed", "62.50 / not transcribed"]
+    assert "Table 1, masked SPT" in masked[-1]
     assert "generated data" not in table  # runs on generated data never sit beside a paper's figure
 
 
-def test_amos_table_without_our_standard_runs_shows_the_papers_rows(tmp_path: Path):
+def test_amos_table_shows_the_papers_rows_without_our_runs_of_another_size(tmp_path: Path):
     write_summary(tmp_path / "runs", "listops", "nystrom", 0, 0.4, pretrain=masked_pretrain())
+    write_summary(tmp_path / "runs", "listops", "standard", 0, 0.4, pretrain=masked_pretrain())  # 2 × 64
     table = section(report(tmp_path / "runs"), "### Beside the published numbers")
-    assert row(table, "standard")[0] == "— / 36.37" and row(table, "standard (SPT)")[0] == "— / 59.15"
+    assert row(table, "standard: from scratch")[0] == "— / 36.37"
+    assert row(table, "standard: causal SPT")[0] == "— / 59.15"
+    assert row(table, "standard: masked SPT")[0] == "— / not transcribed"
+    assert "Ours beside them: runs under `experiment=amos`." in table
+    assert "Left out, trained otherwise or at another size: standard (SPT)." in table  # of its model only
 
 
 def test_spt_runs_at_chance_and_on_generated_data_are_marked_as_any_other(tmp_path: Path):
@@ -135,7 +153,10 @@ def test_spt_runs_at_chance_and_on_generated_data_are_marked_as_any_other(tmp_pa
     marked = row(
         section(text, "## Test accuracy (%)"), "nystrom (dataset=listops-generated, generated data, SPT)"
     )
-    assert marked[0] == "55.25 ± 6.72 (2, 1 at chance)" and marked[-1] == "none: not the LRA data"
+    assert (
+        marked[0] == "55.25 ± 6.72 [-5.10, 115.60] (2, 1 at chance)"
+        and marked[-1] == "none: not the LRA data"
+    )
     side = section(text, "## From scratch vs self-pretrained (SPT)")
     assert row(side, "listops", "nystrom (dataset=listops-generated, generated data)", "SPT")[1] == (
         "55.25 ± 6.72 (2, 1 at chance)"

@@ -152,6 +152,8 @@ def test_the_swept_options_and_the_figures_metrics_are_columns(sweep):
             "summary:val/acc_best",
             "summary:perf/step_ms",
             "summary:perf/train_time_s",
+            "summary:model/params",
+            "summary:model/mixer_params",
             "summary:perf/peak_rss_mb",
         ]
 

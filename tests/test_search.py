@@ -1,21 +1,18 @@
 """Hyperparameter search (``hparams_search=lra``): study names, the objective, ``+best=PATH``, and
 searches on the tiny data that complete, resume to ``n_trials`` in total, go on past a failed trial,
-and share one journal file between two workers."""
+and share one journal file between two workers (test_search_workers.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import CONF_DIR, tiny_data_overrides
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from test_resume import REPO, lra, signal_at
+from test_resume import lra, signal_at
 
 from lra.errors import ConfigError
 from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
@@ -25,7 +22,6 @@ from lra.search.study import study_name, trained_params
 from lra.summary_json import read_summaries
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
-from lra.search.storage import open_storage  # noqa: E402
 from lra.search.trials import ERROR_ATTR  # noqa: E402
 
 SEARCH = "hparams_search=lra"
@@ -35,18 +31,39 @@ SMALL_LANDMARKS = "attention.num_landmarks=choice(4,8)"  # the tiny sequences ha
 def test_the_study_name_keeps_the_fixed_options_that_change_what_a_trial_computes(monkeypatch):
     monkeypatch.setenv(SWEPT_KEYS_ENV, "task.lr attention.num_landmarks")
     command = [SEARCH, "task=listops", "attention=nystrom", "trainer.max_steps=2000", "data_root=/x"]
-    assert study_name("listops", "nystrom", [*command, "num_workers=4", "task.lr=0.01"]) == (
-        "listops-nystrom-max_steps=2000"
+    assert study_name("listops", "nystrom", 0, [*command, "num_workers=4", "task.lr=0.01"]) == (
+        "listops-nystrom-max_steps=2000-s0"
     )
     sampled = ["attention.num_landmarks=choice(32,64)", "attention.num_landmarks=64"]
-    assert study_name("listops", "nystrom", [*command, *sampled]) == "listops-nystrom-max_steps=2000"
+    assert study_name("listops", "nystrom", 0, [*command, *sampled]) == "listops-nystrom-max_steps=2000-s0"
+
+
+def test_a_search_of_another_seed_preset_task_or_attention_is_another_study():
+    names = set()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for overrides in (
+            [],
+            ["seed=1"],
+            ["experiment=demo"],  # the preset's own task and attention: listops, nystrom
+            ["task=text"],
+            ["attention=linformer"],
+        ):
+            cfg = compose(config_name="config", overrides=[SEARCH, *overrides], return_hydra_config=True)
+            names.add(OmegaConf.select(cfg, "hydra.sweep.dir"))
+    assert names == {
+        "multirun/search/listops-nystrom-s0",
+        "multirun/search/listops-nystrom-s1",
+        "multirun/search/listops-nystrom-experiment=demo-s0",
+        "multirun/search/text-nystrom-s0",
+        "multirun/search/listops-linformer-s0",
+    }
 
 
 def test_a_trial_is_grouped_in_wandb_by_its_study(monkeypatch):
     monkeypatch.delenv(STUDY_ENV, raising=False)
     assert run_group("listops") == "listops"
-    monkeypatch.setenv(STUDY_ENV, "listops-nystrom-max_steps=2000")  # set by the search for its trials
-    assert run_group("listops") == "listops-nystrom-max_steps=2000"
+    monkeypatch.setenv(STUDY_ENV, "listops-nystrom-max_steps=2000-s0")  # set by the search for its trials
+    assert run_group("listops") == "listops-nystrom-max_steps=2000-s0"
 
 
 def test_the_objective_is_the_best_validation_accuracy_or_nan():
@@ -159,36 +176,3 @@ def test_a_bad_search_stops_with_one_line_before_any_trial(data_root, tmp_path):
     assert not (tmp_path / "multirun").exists() or not any((tmp_path / "multirun").rglob("summary.json"))
     single = lra(command[1:], tmp_path)  # without -m
     assert single.returncode == 1 and "add -m" in single.stderr.splitlines()[-1]
-
-
-@pytest.mark.slow  # two searches of python -m lra at once, in subprocesses
-def test_two_workers_on_one_journal_file_end_with_exactly_n_trials(data_root, tmp_path):
-    journal = tmp_path / "shared" / "study.journal"
-    journal.parent.mkdir()
-    command = [
-        *("-m", SEARCH, "task=listops", "attention=nystrom", SMALL_LANDMARKS),
-        *tiny_data_overrides(data_root),
-        *(f"hydra.sweeper.storage={journal}", "hydra.sweeper.n_trials=4"),
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "WANDB_SILENT": "true"}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "lra", *command],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    errors = [worker.communicate(timeout=600)[1] for worker in workers]
-    assert [worker.returncode for worker in workers] == [0, 0], errors[0][-2000:] + errors[1][-2000:]
-    (name,) = optuna.get_all_study_names(open_storage(str(journal)))
-    trials = optuna.load_study(study_name=name, storage=open_storage(str(journal))).get_trials()
-    completed = [trial for trial in trials if trial.state.name == "COMPLETE"]
-    assert len(completed) == 4  # exactly n_trials, whichever worker ran them
-    # Each trial draws with seed + its number: no parameter set ran twice.
-    assert len({json.dumps(trial.params, sort_keys=True) for trial in completed}) == 4
-    assert all(trial.state.name == "COMPLETE" or "skipped" in trial.user_attrs for trial in trials)
-    assert (search_folder(tmp_path) / "best.yaml").is_file()

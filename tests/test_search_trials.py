@@ -1,5 +1,5 @@
-"""A study's trials as the search counts them: storages (journal files among them), heartbeats, bounded
-retries of a trial whose job dies, trials asked past ``n_trials``, the per-trial seed, and the report's
+"""A study's trials as the search counts them: storages (journal files among them), heartbeats, retries
+of a trial whose heartbeats stopped, trials asked past ``n_trials``, the per-trial seed, and the report's
 section on a journal study."""
 
 from __future__ import annotations
@@ -10,11 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hydra.core.utils import JobReturn, JobStatus
-from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
-from lra.naming import STUDY_ENV
 from lra.report.studies import studies_section
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
@@ -22,7 +19,6 @@ from optuna.distributions import FloatDistribution  # noqa: E402
 
 from lra.search.sampler import TrialSeeded  # noqa: E402
 from lra.search.storage import HEARTBEAT_ATTR, heartbeats, is_stale, open_storage  # noqa: E402
-from lra.search.sweeper import StudySweeper  # noqa: E402
 from lra.search.trials import (  # noqa: E402
     ERROR_ATTR,
     RETRIES_ATTR,
@@ -75,7 +71,15 @@ def test_heartbeats_are_recorded_while_a_trial_runs(tmp_path):
     frozen = storage.get_trial(trial._trial_id)
     beat = frozen.system_attrs[HEARTBEAT_ATTR]
     assert beat["every_s"] == 0.05 and beat["time"] >= start
-    assert not is_stale(frozen, beat["time"] + 0.1) and is_stale(frozen, beat["time"] + 0.2)
+    assert not is_stale(frozen, beat["time"] + 0.1, 60) and is_stale(frozen, beat["time"] + 0.2, 60)
+
+
+def test_a_trial_that_never_beat_is_stale_three_of_the_judges_intervals_after_its_start(tmp_path):
+    """Its worker died between asking for it and its first heartbeat."""
+    study, storage = journal_study(tmp_path)
+    trial = storage.get_trial(study.ask(LR)._trial_id)
+    started = trial.datetime_start.timestamp()
+    assert not is_stale(trial, started + 2.9, every_s=1) and is_stale(trial, started + 3.1, every_s=1)
 
 
 def beat_long_ago(storage: optuna.storages.BaseStorage, trial: optuna.trial.Trial) -> None:
@@ -88,14 +92,14 @@ def test_a_trial_whose_heartbeats_stopped_runs_again_until_its_retries_are_spent
     lost = study.ask(LR)
     lost.set_user_attr(RETRIES_ATTR, 1)
     beat_long_ago(storage, lost)
-    fail_stale_trials(study, storage)
+    fail_stale_trials(study, storage, 60)
     first, queued = study.get_trials()
     assert (first.state.name, queued.state.name) == ("FAIL", "WAITING") and was_interrupted(first)
     assert queued.user_attrs == {RETRIES_ATTR: 0, RETRY_OF_ATTR: 0}
     again = study.ask(LR)  # any worker's next trial: the same parameters
     assert again.params == lost.params and again.user_attrs[RETRIES_ATTR] == 0
     beat_long_ago(storage, again)
-    fail_stale_trials(study, storage)
+    fail_stale_trials(study, storage, 60)
     trials = study.get_trials()
     assert [t.state.name for t in trials] == ["FAIL", "FAIL"]  # no retry left: nothing queued
     assert trials[1].user_attrs[ERROR_ATTR] == (
@@ -128,53 +132,6 @@ def test_each_trial_draws_with_seed_plus_its_number(tmp_path):
         study = optuna.create_study(study_name=name, sampler=TrialSeeded(sampler, 7), direction="maximize")
         draws.append([study.ask(LR).params["task.lr"] for _ in range(3)])
     assert draws[0] == draws[1] and len(set(draws[0])) == 3
-
-
-class KillingLauncher:
-    """A launcher whose job dies (the launcher raises) whenever it runs the first parameters it was given;
-    other trials return their learning rate."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.launched: list[str] = []
-
-    def launch(self, overrides, initial_job_idx):
-        self.launched += [job[0] for job in overrides]
-        if overrides[0][0] == self.launched[0]:
-            raise RuntimeError("node lost")
-        return [self.finished(job) for job in overrides]
-
-    def finished(self, job) -> JobReturn:
-        hydra_cfg = OmegaConf.create({"hydra": {"runtime": {"output_dir": str(self.out)}}})
-        value = float(job[0].split("=")[1])
-        return JobReturn(
-            overrides=list(job), hydra_cfg=hydra_cfg, status=JobStatus.COMPLETED, _return_value=value
-        )
-
-
-def test_a_trial_whose_job_dies_runs_again_at_most_max_retries_times(tmp_path, monkeypatch):
-    monkeypatch.delenv(STUDY_ENV, raising=False)  # the sweeper sets it for its jobs
-    sweeper = StudySweeper(
-        sampler=functools.partial(optuna.samplers.RandomSampler, seed=0),
-        direction="maximize",
-        storage=str(tmp_path / "s.journal"),
-        study_name="s",
-        n_trials=2,
-        n_jobs=1,
-        params={},
-        heartbeat_s=60,
-        max_retries=2,
-    )
-    sweeper.launcher = KillingLauncher(tmp_path)
-    study = sweeper.open_study()
-    sweeper.run_trials(study, LR, {})
-    trials = study.get_trials()
-    assert [t.state.name for t in trials] == ["FAIL", "FAIL", "FAIL", "COMPLETE"]
-    assert sweeper.launcher.launched.count(sweeper.launcher.launched[0]) == 3  # once and 2 retries
-    assert [t.user_attrs.get(RETRY_OF_ATTR) for t in trials] == [None, 0, 0, None]
-    assert was_interrupted(trials[0]) and was_interrupted(trials[1])
-    assert trials[2].user_attrs[ERROR_ATTR] == "its job died: RuntimeError: node lost; no retry left"
-    assert trial_counts(trials)["completed"] == 1 and sum(map(counts_toward_total, trials)) == 2
 
 
 def test_the_report_reads_a_journal_study_and_says_in_one_line_what_it_cannot_read(tmp_path, capsys):

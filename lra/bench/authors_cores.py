@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 import attention_zoo
+from lra.one_line import one_line
 
 Shape = tuple[int, int, int, int]  # (B, H, N, D)
 Inputs = tuple[torch.Tensor, ...]
@@ -167,5 +168,5 @@ def authors_pairs(code: Path, names: Sequence[str] | None, shape: Shape) -> tupl
             known = ", ".join([*AUTHORS, "longformer"])
             skipped.append(f"{label}: no authors' implementation known (choose from {known})")
         except Exception as error:  # their import or our options: a line, not a crash
-            skipped.append(f"{label}: {type(error).__name__}: {error}".splitlines()[0][:200])
+            skipped.append(one_line(f"{label}: {type(error).__name__}: {error}".splitlines()[0], 200))
     return pairs, skipped

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from lra.bench.authors_cores import Function, Inputs, Pair, authors_pairs, authors_provenance
-from lra.bench.output import Outputs, number
+from lra.bench.output import Outputs, add_out_argument, number
 from lra.memory import keep_freed_heap, minor_page_faults
 from lra.provenance import markdown_table
 
@@ -186,7 +186,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--warmup", type=int, default=2)
     add("--rounds", type=int, default=9)
     add("--steady-heap", action="store_true", help="glibc keeps freed memory: times without page faults")
-    add("--out", type=Path, default=Path("results"), help="folder for compare_authors_cpu.*")
+    add_out_argument(parser, "compare_authors_cpu.*")
 
 
 def settings_from(args: argparse.Namespace) -> CompareSettings:

@@ -28,8 +28,8 @@ from lra.bench.efficiency_measure import (
 )
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
-from lra.bench.output import Outputs, failures, log_log, panel_grid
-from lra.plotting import attention_color, legend_below
+from lra.bench.output import Outputs, add_out_argument, failures, log_log, panel_grid
+from lra.plotting import attention_color, legend_below, legend_entries
 from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--max-step-s", type=float, help="skip an attention's longer lengths once one step took longer")
     add_run_arguments(parser, timeout_s=300)
-    add("--out", type=Path, default=Path("results"))
+    add_out_argument(parser, "efficiency_<device>.* (or the --paper table's)")
 
 
 def settings_from(args: argparse.Namespace) -> EfficiencySettings:
@@ -246,7 +246,7 @@ def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -
                     )  # fmt: skip
             ax.set(xlabel="sequence length", ylabel=quantity, title=f"{scope}: {quantity}")
             log_log(ax, sorted({row.seq_len for row in rows}))
-    legend_below(fig, list(axes.flat), max_columns=6)
+    legend_below(fig, legend_entries(list(axes.flat)), max_columns=6)
     return fig
 
 

@@ -22,8 +22,8 @@ import torch
 import attention_zoo
 from lra.bench import fidelity_measure
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.output import Outputs, log_log, panel_grid
-from lra.plotting import attention_color, legend_below
+from lra.bench.output import Outputs, add_out_argument, log_log, panel_grid
+from lra.plotting import attention_color, legend_below, legend_entries
 from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--checkpoint", type=Path, help="a Lightning checkpoint of the harness")
     add("--data-root", type=Path, help="prepared data root for --checkpoint")
     add("--checkpoint-batch", type=int, default=8, help="validation examples for --checkpoint")
-    add("--out", type=Path, default=Path("results"))
+    add_out_argument(parser, "fidelity_cpu.*")
 
 
 def settings_from(args: argparse.Namespace) -> FidelitySettings:
@@ -196,5 +196,5 @@ def fidelity_figure(
         for ax, ticks in ((ax_budget, budgets), (ax_length, lengths)):
             ax.set(ylabel="relative error ‖Â − A‖₂ / ‖A‖₂")
             log_log(ax, ticks)
-    legend_below(fig, list(axes.flat), max_columns=4)
+    legend_below(fig, legend_entries(list(axes.flat)), max_columns=4)
     return fig

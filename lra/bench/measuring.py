@@ -30,6 +30,7 @@ from typing import TypeVar
 import torch
 
 from lra.memory import proc_status_kb, reset_peak_rss
+from lra.one_line import one_line
 from lra.paths import REPO_ROOT
 
 Step = Callable[[], None]
@@ -114,7 +115,7 @@ def measure_step(
     except Exception as error:  # a failing configuration is a result, not a crash
         out_of_memory = (torch.OutOfMemoryError, MemoryError)
         oom = isinstance(error, out_of_memory) or "can't allocate memory" in str(error)  # the CPU allocator's
-        return Failure("oom" if oom else "error", f"{type(error).__name__}: {error}"[:300])
+        return Failure("oom" if oom else "error", one_line(f"{type(error).__name__}: {error}", 300))
     finally:
         if device.type == "cuda":
             torch.cuda.empty_cache()

@@ -1,17 +1,21 @@
 """The one writer of every benchmark: ``<out>/<benchmark>_<device>.{csv,md,png}`` with their provenance
 (``lra.provenance``: the machine, the load, the command that reruns it, taken before any measurement).
+``<out>`` is the git-ignored ``outputs/bench/`` unless ``--out`` says otherwise: the project's committed
+``results/`` is written only on purpose (``--out results``).
 Every page reads: the title, the paragraphs, the provenance lines, the sections. Figures are grids of
 log–log panels (``panel_grid``, ``log_log``).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lra.paths import writable_folder
 from lra.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
 from lra.provenance import machine_description, rerun_command
 
@@ -20,6 +24,18 @@ if TYPE_CHECKING:
     import torch
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+DEFAULT_OUT = Path("outputs") / "bench"
+
+
+def add_out_argument(parser: argparse.ArgumentParser, files: str) -> None:
+    """``--out FOLDER`` for ``files`` (e.g. ``efficiency_<device>.*``), by default ``DEFAULT_OUT``."""
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"folder for {files} (default: {DEFAULT_OUT}; --out results writes the project's own results/)",
+    )
 
 
 def number(value: float | None, fmt: str) -> str:
@@ -59,9 +75,9 @@ class Outputs:
 
     @classmethod
     def start(cls, folder: Path, benchmark: str, device: torch.device, argv: Sequence[str]) -> Outputs:
-        """``<benchmark>_<device type>`` in ``folder`` (created), the machine as it is now and the
-        command ``python -m lra.bench ARGV``."""
-        folder.mkdir(parents=True, exist_ok=True)
+        """``<benchmark>_<device type>`` in ``folder`` (created; ``OutputFolderError`` when it cannot be),
+        the machine as it is now and the command ``python -m lra.bench ARGV``."""
+        writable_folder(folder, "--out")
         command = f"- command: `{rerun_command('lra.bench', argv)}`"
         return cls(folder, f"{benchmark}_{device.type}", [*machine_description(device), command])
 

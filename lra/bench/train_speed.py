@@ -14,7 +14,7 @@ from pathlib import Path
 import attention_zoo
 from lra.bench import train_speed_measure
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments, run_all
-from lra.bench.output import Outputs, failures, number
+from lra.bench.output import Outputs, add_out_argument, failures, number
 from lra.bench.train_speed_measure import TrainSpeedRow, paper_hours
 from lra.provenance import markdown_table
 from lra.published_numbers import RUN_COST_PAPER, TASKS
@@ -123,7 +123,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--overrides", nargs="+", default=[], metavar="KEY=VALUE", help=overrides)
     add_run_arguments(parser, timeout_s=900)
-    add("--out", type=Path, default=Path("results"))
+    add_out_argument(parser, "train_speed_<device>.*")
 
 
 def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:

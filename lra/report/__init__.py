@@ -1,8 +1,9 @@
 """The read side of the harness: finished runs become the papers' tables and figures.
 
 ``python -m lra.report`` (``cli``) writes the report: ``runs`` reads the summary.json files, ``curves``
-the metrics CSVs, ``tables`` and ``figures`` draw, ``spt`` sets runs from scratch beside self-pretrained
-ones, ``paper_layouts`` says which tables and figures each paper has, ``studies`` adds the
+the metrics CSVs, ``selection`` chooses the runs, ``tables`` draws the tables, ``panels`` groups the
+runs of a figure into panels, ``figures`` and ``figure3`` draw, ``spt`` sets runs from scratch beside
+self-pretrained ones, ``paper_layouts`` says which tables and figures each paper has, ``studies`` adds the
 hyperparameter searches, ``document`` assembles the markdown and ``wandb_log`` logs the same to W&B;
 ``progress`` counts a sweep's jobs by state. It imports the job's record formats (``lra.summary_json``,
 ``lra.resume``, ``lra.naming``, ``lra.search.study``) and the modules it shares with ``lra.bench``

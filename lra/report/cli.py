@@ -7,7 +7,9 @@ Reads every ``summary.json`` under ``--runs`` (default ``outputs/`` and ``multir
 paper's tables beside its published figures (``lra.report.paper_layouts``; ``--paper`` picks one),
 and the jobs that did not complete. ``--final`` adds the accuracy at the final weights; ``--wandb``
 logs the same to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B
-workspace views of the runs (``lra.report.wandb_workspace``).
+workspace views of the runs (``lra.report.wandb_workspace``). ``--since``, ``--match`` and
+``--exclude-failed`` choose the runs, for the report and ``--progress`` alike (``lra.report.selection``);
+``--compare A B`` prints the paired difference of two variants per task instead (``lra.report.compare``).
 """
 
 from __future__ import annotations
@@ -17,23 +19,42 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from lra.paths import writable_folder
 from lra.plotting import save_figure
 from lra.provenance import rerun_command
+from lra.report.compare import compare_lines
 from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
+from lra.report.selection import Selection, add_selection_arguments
 from lra.report.studies import studies_section
 from lra.report.wandb_workspace import write_workspaces
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 DEFAULT_OUT = Path("outputs") / "report"
 REPORT_FILE = "lra_table.md"
+# What --help prints, for users.
+DESCRIPTION = f"""\
+The tables and figures of your finished runs, beside the published numbers of the LRA, Nystromformer
+and Skyformer papers. Reads every summary.json under --runs and writes {REPORT_FILE} with its figures
+(PNG and SVG) into --out. With --progress it prints how far the sweeps are instead."""
+EPILOG = """\
+examples:
+  python -m lra.report --runs multirun --final     the report of every sweep, final weights included
+  python -m lra.report --progress --runs multirun  how many jobs are completed, running, interrupted or failed
+
+docs/report.md says what each table and figure shows."""
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m lra.report", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m lra.report",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--runs", nargs="+", type=Path, default=None, help="run folders (default: outputs multirun)"
     )
@@ -51,13 +72,20 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--wandb-workspace",
         metavar="ENTITY/PROJECT",
-        help="also save W&B workspace views of the runs in that project (lra.report.wandb_workspace)",
+        help="also save W&B workspace views of the runs in that project",
     )
     parser.add_argument(
         "--progress",
         action="store_true",
         help="print the jobs completed, running, interrupted and failed per task x attention, and stop",
     )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="print A's test accuracy minus B's per task over their shared seeds (95%% interval), and stop",
+    )
+    add_selection_arguments(parser)
     args = parser.parse_args(argv)
     missing = [str(root) for root in args.runs or () if not root.is_dir()]
     if missing:
@@ -91,12 +119,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     roots = args.runs or [root for root in DEFAULT_RUNS if root.is_dir()]
+    selection = Selection.from_args(args)
     if args.progress:
-        print(progress_table(roots or DEFAULT_RUNS))
+        print(progress_table(roots or DEFAULT_RUNS, selection=selection))
         return 0
-    runs = split_by_protocol(find_runs(roots))
+    found = find_runs(roots)
+    runs = split_by_protocol([r for r in found if selection.picks([r.path.parent], r.status, r.started)])
+    if args.compare:
+        print("\n".join(compare_lines(runs, *args.compare)))
+        return 0
     if not runs:
         searched = ", ".join(str(root) for root in (args.runs or DEFAULT_RUNS))
+        if found:
+            raise FileNotFoundError(
+                f"none of the {len(found)} summary.json file(s) under {searched} is chosen "
+                f"({selection.describe()}); loosen --since/--match"
+            )
         raise FileNotFoundError(
             f"no summary.json under {searched}; train first, e.g. "
             "`python -m lra task=listops attention=nystrom`, "
@@ -108,10 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     completed = latest_per_seed(runs)
     report = ReportInput(completed, *read_curves(completed))
     specs = [spec for name in papers for spec in PAPERS[name].figures] + [ACCURACY_VS_TIME]
-    args.out.mkdir(parents=True, exist_ok=True)
+    writable_folder(args.out, "--out")
     written = write_figures(specs, report, args.out)
     command = rerun_command("lra.report", argv)
-    text = build_report(runs, command, papers, args.final, written, report)
+    chosen = selection.describe() and f"{selection.describe()}: {len(found) - len(runs)} left out"
+    text = build_report(runs, command, papers, args.final, written, report, chosen)
     text += "".join(f"\n{section}\n" for root in roots if (section := studies_section(root, args.out)))
     (args.out / REPORT_FILE).write_text(text)
     print(f"wrote {args.out / REPORT_FILE} and {len(written)} figure(s) (PNG and SVG) in {args.out}")

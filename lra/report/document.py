@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from lra.report import figures
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
-from lra.report.runs import CHANCE_MARGIN, GENERATED, Run, latest_per_seed
+from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_per_seed
 from lra.report.spt import spt_section
-from lra.report.tables import accuracy_table, failed_section
+from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table
 
 ACCURACY_VS_TIME = FigureSpec(
     "lra_accuracy_vs_time",
@@ -106,12 +106,14 @@ def build_report(
     final: bool = False,
     written: set[str] | None = None,
     report: ReportInput | None = None,
+    chosen: str = "",
 ) -> str:
     """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
     accuracy table (and at the final weights with ``final``), scratch against self-pretrained (when
     a run was self-pretrained), each of ``papers``' sections, the
     accuracy-against-time figure, the jobs that did not complete and the W&B recipe. ``written``: the
-    figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None)."""
+    figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None);
+    ``chosen``: how the runs were chosen, for the header."""
     completed = latest_per_seed(runs)
     report = report or ReportInput(completed, [], [])
     written = written or set()
@@ -128,18 +130,27 @@ def build_report(
         f"Produced by `{command}` from {len(runs)} summary.json file(s): {len(completed)} completed "
         f"run(s) counted (the latest per attention × task × seed), "
         f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below).",
-        provenance_lines(runs),
+        provenance_lines(runs) + (f"\n- runs chosen: {chosen}" if chosen else ""),
         protocols_section(completed),
         chance_lines(completed),
         "## Test accuracy (%)",
-        "Mean ± sample std over seeds (number of seeds, and how many of them are at chance) of the test "
+        "Mean ± sample std over seeds [the 95% confidence interval of the mean, Student's t, from two "
+        "seeds on] (number of seeds, and how many of them are at chance) of the test "
         "accuracy at the selected checkpoint (`test/acc`); the average is the mean of the five task "
         "means and is given only where all five tasks have runs. A row marked "
         f"`{GENERATED}` trained on a built-in generator's data (ListOps, Pathfinder) instead of "
         "the LRA release: a different task, not comparable with the published numbers, never "
-        "averaged as an LRA score and left out of the papers' tables below. A row marked `SPT` was "
+        "averaged as an LRA score and left out of the papers' tables below; one also marked "
+        f"`{STAND_IN}` trained on random tokens and labels (`debug=fdr` without the task's data). "
+        "A row marked `SPT` was "
         "self-pretrained on its task's inputs before fine-tuning (`pretrain=masked`).",
         accuracy_table(completed),
+        "## Model size (parameters)",
+        "Parameters of each model (`model/params`), with the share of its attention (`model/mixer_params`: "
+        "the encoder blocks' attention projections and core). ⚑ marks a model more than "
+        f"{SIZE_RULE:.0%} larger than the `standard` Transformer of the same task, data and protocol: "
+        "the LRA paper compares models of about the same size only.",
+        parameter_table(completed),
         *(final_blocks if final else []),
         *spt_section(completed),
         *(block for name in papers for block in paper_blocks(name, report, written)),

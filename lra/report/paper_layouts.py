@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lra.provenance import markdown_table
 from lra.published_numbers import LRA_ACCURACY, NYSTROMFORMER_ACCURACY, SKYFORMER_ACCURACY, PublishedAccuracy
-from lra.report import figures
+from lra.report import figure3, figures
 from lra.report.curves import Curve
 from lra.report.runs import Run
 from lra.report.tables import paper_accuracy_table, skyformer_cost_tables
@@ -97,14 +97,14 @@ def draw_curves(report: ReportInput) -> Figure | None:
 
 
 def draw_lra_chart(report: ReportInput) -> Figure | None:
-    return figures.speed_accuracy_memory(report.completed)
+    return figure3.speed_accuracy_memory(report.completed)
 
 
 def draw_lra_chart_per_task(report: ReportInput) -> Figure | None:
-    complete = set(figures.complete_variants(report.completed))
+    complete = set(figure3.complete_variants(report.completed))
     if not {run.variant for run in report.completed} - complete:
         return None
-    return figures.speed_accuracy_memory(report.completed, per_task=True)
+    return figure3.speed_accuracy_memory(report.completed, per_task=True)
 
 
 PAPERS: dict[str, Paper] = {

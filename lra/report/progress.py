@@ -8,6 +8,11 @@ points to (a resumed or skipped job), and each run counts once. A run whose summ
 completed, failed or nan is ``running`` when a file in its folder changed after that summary (or it has
 none) within the last ``ACTIVE_SECONDS``, else ``interrupted`` (stopped by a signal, or killed before it
 could write a summary).
+
+Each job that failed or was interrupted then says why, one line each: its summary.json's ``error``, cut
+between words (``lra.one_line``); when every job failed for one reason, that reason stands once above
+the table instead. ``--since``, ``--match`` and ``--exclude-failed`` choose the runs counted
+(``lra.report.selection``).
 """
 
 from __future__ import annotations
@@ -20,15 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from lra.naming import short_keys
+from lra.one_line import one_line
 from lra.provenance import markdown_table
 from lra.report.runs import SPT
+from lra.report.selection import Selection
 from lra.resume import RUN_FILE
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
+from lra.summary_tables import shared_failure
 
 ACTIVE_SECONDS = 600  # a run that wrote nothing for this long is no longer counted as running
 STATES = ("completed", "running", "interrupted", "failed")
 FINAL_STATES = {"completed": "completed", "failed": "failed", "nan": "failed"}
 PRETRAIN = "pretrain"  # the config group (and swept option) that chooses self-pretraining
+UNFINISHED = ("interrupted", "failed")  # the states whose jobs say why
+REASON_WIDTH = 120  # characters of a job's reason on its line
+NO_SUMMARY = "stopped before writing its summary.json"
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -78,17 +89,45 @@ def run_label(run_dir: Path, summary: dict[str, Any]) -> tuple[str, str]:
     return task, f"{attention} ({', '.join(parts)})" if parts else attention
 
 
-def progress_table(roots: Sequence[Path], now: float | None = None) -> str:
-    """A markdown table of job counts per task × attention and state, with a total row."""
+def why_lines(failures: Sequence[tuple[str, str, str]], jobs: int) -> tuple[list[str], list[str]]:
+    """(lines above the table, lines below it) that say why each of ``failures`` (job, state, reason)
+    did not complete; ``jobs`` counts every job, so that one reason shared by all of them is said once."""
+    shared = shared_failure([(state, reason) for _, state, reason in failures], jobs)
+    if shared:
+        return [shared, ""], []
+    if not failures:
+        return [], []
+    lines = [f"- {job} ({state}): {one_line(reason, REASON_WIDTH)}" for job, state, reason in failures]
+    return [], ["", "Why jobs did not complete:", *lines]
+
+
+def progress_table(
+    roots: Sequence[Path], now: float | None = None, selection: Selection | None = None
+) -> str:
+    """A markdown table of job counts per task × attention and state, with a total row, and why each
+    failed or interrupted job did not complete (module docstring), over the runs ``selection``
+    chooses."""
     now = time.time() if now is None else now
+    selection = selection or Selection()
     counts: dict[tuple[str, str], Counter] = {}
+    failures = []
     for run_dir in run_folders(roots):
         summary = read_json(run_dir / SUMMARY_FILE)
-        counts.setdefault(run_label(run_dir, summary), Counter())[run_state(run_dir, summary, now)] += 1
+        state = run_state(run_dir, summary, now)
+        if not selection.picks([run_dir], state, str(summary.get("started") or "")):
+            continue
+        counts.setdefault(run_label(run_dir, summary), Counter())[state] += 1
+        if state in UNFINISHED:
+            job = f"{run_dir.parent.name}/{run_dir.name}"
+            failures.append((job, state, summary.get("error") or NO_SUMMARY))
     if not counts:
         searched = ", ".join(str(root) for root in roots)
-        raise FileNotFoundError(f"no job folders (run.json, resumed.json or summary.json) under {searched}")
+        chosen = f" ({selection.describe()})" if selection.describe() else ""
+        raise FileNotFoundError(
+            f"no job folders (run.json, resumed.json or summary.json) under {searched}{chosen}"
+        )
     total = sum(counts.values(), Counter())
     rows = [[task, variant, *(count[s] for s in STATES)] for (task, variant), count in sorted(counts.items())]
     rows.append(["all", "", *(total[s] for s in STATES)])
-    return markdown_table(["task", "attention", *STATES], rows)
+    above, below = why_lines(failures, total.total())
+    return "\n".join([*above, markdown_table(["task", "attention", *STATES], rows), *below])

@@ -18,19 +18,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import attention_zoo
+from data_prep.small_sets import STAND_IN_SOURCE
+from lra.report.intervals import interval
 from lra.summary_json import SUMMARY_FILE
 
 SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.summary_json.SCHEMA among them)
 CHANCE_MARGIN = 0.01  # one accuracy point
 TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
+DEFAULT_SIZE = (2, 64)  # (layers, width) of conf/model/lra.yaml
 
 
 @dataclass(frozen=True)
 class Run:
     """One ``summary.json``. ``variant``: the attention's name plus its non-default options (and ``SPT``
     when self-pretrained); ``protocol``: how it trained (schedule, clipping, selection window), in words;
-    ``spt``: the self-pretraining label (``spt_label``), None from scratch; ``scratch_variant``: the
-    variant of the same model trained from scratch (``variant`` itself for a run from scratch)."""
+    ``spt``: the self-pretraining label (``spt_label``), None from scratch; ``preset``: the
+    ``experiment=`` it trained under (``protocol`` names it first); ``scratch_variant``: the
+    variant of the same model trained from scratch (``variant`` itself for a run from scratch);
+    ``data``: what ``data_labels`` says of its data ("" for the task's own); ``label``: the variant
+    without its data and protocol, what a figure's panel of one data set and protocol names it by."""
 
     path: Path
     task: str
@@ -53,6 +59,14 @@ class Run:
     pretrain_time_s: float | None = None  # the pretraining's wall seconds, when recorded
     config: dict = field(default_factory=dict)  # the resolved config
     options: dict[str, str] = field(default_factory=dict)  # the options its sweep varied: {key: value}
+    data: str = ""
+    label: str = ""
+    preset: str | None = None  # the experiment= preset it trained under, when recorded
+
+    def size(self) -> tuple[int, int]:
+        """(layers, width) of its encoder, from its config (``DEFAULT_SIZE`` where it records none)."""
+        model = self.config.get("model") or {}
+        return (int(model.get("depth", DEFAULT_SIZE[0])), int(model.get("dim", DEFAULT_SIZE[1])))
 
     def value(self, metric: str) -> float | None:
         """``metric`` from summary.json's metrics, or one the report derives (``DERIVED``)."""
@@ -78,9 +92,12 @@ TOTAL_TIME = "total_time_s"  # derived: a self-pretrained run's time counts its 
 DERIVED: dict[str, Callable[[Run], float | None]] = {TOTAL_TIME: total_time}
 
 
-def protocol_label(protocol: dict | None) -> str:
+def protocol_label(protocol: dict | None, preset: str | None = None) -> str:
     """``one_cycle, clip value 1.0, best after 20%``: a run's training protocol from its summary.json
-    (attention dropout is an attention option, so it shows in the variant instead)."""
+    (attention dropout is an attention option, so it shows in the variant instead), after the preset
+    it trained under (``experiment=skyformer: one_cycle, ...``)."""
+    if preset:
+        return f"experiment={preset}: {protocol_label(protocol)}"
     if not protocol:
         return "unknown"
     clip = (
@@ -90,10 +107,17 @@ def protocol_label(protocol: dict | None) -> str:
     )
     window = protocol.get("select_after") or 0
     selection = f"best after {100 * window:g}%" if window else "best of all evaluations"
+    if protocol.get("tested") == "final":
+        selection = "final weights"
     return f"{protocol.get('schedule')}, {clip}, {selection}"
 
 
 GENERATED = "generated data"  # the mark of a row whose data came from a built-in generator
+STAND_IN = (
+    STAND_IN_SOURCE  # and of one whose data were random tokens (debug=fdr's stand-in for a missing set)
+)
+# summary.json's data source -> the marks of its row
+SOURCE_MARKS = {"generator": [GENERATED], STAND_IN_SOURCE: [GENERATED, STAND_IN]}
 SPT = "SPT"  # the mark of a self-pretrained row
 
 
@@ -113,24 +137,26 @@ def spt_label(pretrain: dict | None, config: dict) -> str | None:
 def data_labels(config: dict, data: dict | None) -> list[str]:
     """What a row must say about its data: the prepared set when it is not the task's own
     (``dataset=listops-demo``), and ``generated data`` when a built-in generator made it instead of
-    the LRA release or the real source, so that such runs never sit in a row that reads as the LRA
-    number. ``data`` is summary.json's record of the set (older summaries have none: the config's
-    dataset is named instead)."""
+    the LRA release or the real source (and ``random stand-in`` when it is random tokens), so that
+    such runs never sit in a row that reads as the LRA number. ``data`` is summary.json's record of
+    the set (older summaries have none: the config's dataset is named instead)."""
     task = config.get("task") or {}
     data = data or {}
     dataset = data.get("set") or task.get("dataset")
     labels = [f"dataset={dataset}"] if dataset not in (None, task.get("name")) else []
-    return labels + ([GENERATED] if data.get("source") == "generator" else [])
+    return labels + SOURCE_MARKS.get(data.get("source"), [])
 
 
-def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None) -> str:
+def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None,
+                  with_data: bool = True) -> str:  # fmt: skip
     """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
     that differ from the core's defaults, so sweeps over options give separate rows, then what
-    ``data_labels`` says of its data, then ``spt`` (``nystrom (num_landmarks=32, SPT)``)."""
+    ``data_labels`` says of its data (unless not ``with_data``), then ``spt``
+    (``nystrom (num_landmarks=32, SPT)``)."""
     chosen = config.get("attention") or {}
     defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
     changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
-    changed += data_labels(config, data) + ([spt] if spt else [])
+    changed += (data_labels(config, data) if with_data else []) + ([spt] if spt else [])
     return f"{attention} ({', '.join(changed)})" if changed else attention
 
 
@@ -156,7 +182,8 @@ def load_run(path: Path) -> Run:
             device=str(summary.get("device") or "unknown"),
             started=str(summary.get("started") or ""),
             finished=str(summary.get("finished") or ""),
-            protocol=protocol_label(summary.get("protocol")),
+            protocol=protocol_label(summary.get("protocol"), summary.get("preset")),
+            preset=summary.get("preset"),
             attention=attention,
             schema=schema,
             chance=majority.get("test"),
@@ -167,6 +194,8 @@ def load_run(path: Path) -> Run:
             pretrain_time_s=(pretrain or {}).get("time_s"),
             config=config,
             options=summary.get("options") or {},
+            data=", ".join(data_labels(config, data)),
+            label=variant_label(attention, config, data, spt, with_data=False),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
@@ -187,21 +216,25 @@ def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
 
 @dataclass(frozen=True)
 class Cell:
-    """Mean and sample std (0 for one seed) of a metric over seeds, the number of seeds and how many of
-    them are at chance."""
+    """Mean and sample std (0 for one seed) of a metric over seeds, the number of seeds, how many of
+    them are at chance, and the 95% confidence interval of the mean (Student's t; None for one seed)."""
 
     mean: float
     std: float
     count: int
     at_chance: int = 0
+    ci: tuple[float, float] | None = None
 
     @classmethod
     def of(cls, values: Sequence[float], at_chance: int = 0) -> Cell:
         spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(statistics.fmean(values), spread, len(values), at_chance)
+        return cls(statistics.fmean(values), spread, len(values), at_chance, interval(values))
 
-    def format(self, digits: int = 2) -> str:
+    def format(self, digits: int = 2, with_interval: bool = False) -> str:
+        """``35.00 ± 5.00 (3)``; ``with_interval``: ``35.00 ± 5.00 [22.58, 47.42] (3)``."""
         spread = f" ± {self.std:.{digits}f}" if self.count > 1 else ""
+        if with_interval and self.ci is not None:
+            spread += f" [{self.ci[0]:.{digits}f}, {self.ci[1]:.{digits}f}]"
         flagged = f", {self.at_chance} at chance" if self.at_chance else ""
         return f"{self.mean:.{digits}f}{spread} ({self.count}{flagged})"
 

@@ -2,8 +2,8 @@
 
 - ``spt_table``: per task × model, the test accuracy from scratch and after SPT, the gain and the
   pretraining's masked-token accuracy.
-- ``amos_table``: Amos et al. 2024, Table 1 (a Transformer from scratch and after SPT) with our
-  ``standard`` rows beside each published figure.
+- ``amos_table``: Amos et al. 2024's rows of a Transformer from scratch, after causal and after masked
+  SPT, with our ``standard`` runs trained the same way beside them.
 
 The gain is SPT minus scratch in accuracy points. When both sides ran the same seeds, two or more, it
 is the mean ± sample std over seeds of each seed's difference (paired by seed); otherwise the difference
@@ -18,8 +18,9 @@ import statistics
 from collections.abc import Sequence
 
 from lra.provenance import markdown_table
-from lra.published_numbers import AMOS_SPT_ACCURACY, TASKS, PublishedPretraining
-from lra.report.runs import GENERATED, SPT, Cell, Run, metric_cells
+from lra.published_numbers import AMOS_SPT_ACCURACY, TASKS, PretrainingRow, PublishedPretraining
+from lra.report.runs import GENERATED, Cell, Run, metric_cells
+from lra.report.tables import comparable_runs, comparison_note
 
 MASKED_ACC = "val/pretrain_acc"  # the pretraining's masked-token accuracy on the val split's inputs
 
@@ -64,34 +65,51 @@ def spt_table(runs: Sequence[Run], metric: str = "test/acc") -> str:
     return markdown_table([*header, "masked-token acc."], rows)
 
 
-def published_cell(ours: Cell | None, paper: float | None) -> str:
+UNTRANSCRIBED = "not transcribed"
+OBJECTIVES = {None: "from scratch", "causal": "causal SPT", "masked": "masked SPT"}  # our runs' SPT is masked
+
+
+def published_cell(ours: Cell | None, row: PretrainingRow, index: int) -> str:
     mine = ours.format() if ours else "—"
+    if row.accuracy is None:
+        return f"{mine} / {UNTRANSCRIBED}"
+    paper = row.accuracy[index]
     return f"{mine} / {'chance' if paper is None else f'{paper:.2f}'}"
 
 
-def average_cell(ours: dict[str, Cell], table: PublishedPretraining, pretrained: bool) -> str:
+def average_cell(ours: dict[str, Cell], table: PublishedPretraining, row: PretrainingRow) -> str:
     """Ours: the mean over the paper's columns where all have runs / the paper's printed average."""
     complete = set(table.columns) <= set(ours)
     mine = f"{statistics.fmean(ours[task].mean for task in table.columns):.2f}" if complete else "—"
-    return f"{mine} / {table.averages[pretrained]:.2f}"
+    return f"{mine} / {UNTRANSCRIBED if row.average is None else f'{row.average:.2f}'}"
 
 
 def amos_table(
     runs: Sequence[Run], table: PublishedPretraining = AMOS_SPT_ACCURACY, metric: str = "test/acc"
 ) -> str:
-    """``table`` with our rows of its model beside it, each cell ``ours / the paper's``: every variant
-    of ``table.attention`` we ran from scratch, then after SPT (runs on generated data left out); the
-    paper's row alone (``—`` for ours) where we have none."""
+    """Each published row of ``table`` (from scratch, causal SPT, masked SPT), with the variants of
+    ``table.attention`` we ran the same way beside it (from scratch beside from scratch; ours, masked,
+    beside masked SPT) among the runs ``comparable`` with its rows; each cell ``ours / the paper's``;
+    the paper's row alone (``—`` for ours) where we have none; under it, ``comparison_note``."""
+    runs, left = comparable_runs(
+        [run for run in runs if run.attention == table.attention], table.size, table.preset
+    )
     cells = metric_cells(runs, metric, scale=100.0)
-    ours = {(run.spt is not None, run.variant) for run in runs if run.attention == table.attention}
+    ours = {("masked" if run.spt else None, run.variant) for run in runs}
     rows = []
-    for pretrained, placeholder in ((False, table.attention), (True, f"{table.attention} ({SPT})")):
-        variants = sorted(v for spt, v in ours if spt == pretrained and GENERATED not in v)
-        for variant in variants or [placeholder]:
-            mine = cells.get(variant, {}) if variants else {}
-            row = [published_cell(mine.get(task), table.accuracy(task, pretrained)) for task in table.columns]
-            rows.append([variant, *row, average_cell(mine, table, pretrained)])
-    return markdown_table(["attention", *table.columns, "AVG"], rows)
+    for published in table.rows:
+        variants = sorted(
+            v for objective, v in ours if objective == published.objective and GENERATED not in v
+        )
+        for variant in variants or [None]:
+            mine = cells.get(variant, {}) if variant else {}
+            row = [published_cell(mine.get(task), published, i) for i, task in enumerate(table.columns)]
+            label = f"{variant or table.attention}: {OBJECTIVES[published.objective]}"
+            rows.append([label, *row, average_cell(mine, table, published), published.source])
+    note = comparison_note(table.protocol, table.size, table.preset, left)
+    return (
+        markdown_table(["attention: trained", *table.columns, "AVG", "the paper's row"], rows) + "\n\n" + note
+    )
 
 
 def spt_section(runs: Sequence[Run]) -> list[str]:
@@ -111,9 +129,11 @@ def spt_section(runs: Sequence[Run]) -> list[str]:
         f"marked `{GENERATED}` trained on a built-in generator's data, not the LRA release.",
         spt_table(runs),
         "### Beside the published numbers",
-        f"{table.paper}. Each cell: ours / the paper's. AVG: the mean over these six columns, "
-        f"counting chance as {table.chance:g}% (as the paper does; ours only where all six have runs) / "
-        "the paper's printed AVG. The paper's SPT is causal (next-token) pretraining, which it reports as "
-        "similar to the masked pretraining ours uses; its scratch row is the LRA paper's Transformer.",
+        f"{table.paper}: a Transformer from scratch (the LRA paper's), after causal (next-token) and after "
+        "masked self-pretraining, each row with the table that prints it. Ours (`pretrain=masked`) sit "
+        "beside the masked row, ours from scratch beside the scratch row. Each cell: ours / the paper's; "
+        f"`{UNTRANSCRIBED}`: a figure this project does not carry (`lra/published_numbers.py`). AVG: the "
+        f"mean over these six columns, counting chance as {table.chance:g}% (as the paper does; ours only "
+        "where all six have runs) / the paper's printed AVG.",
         amos_table(runs),
     ]

@@ -1,17 +1,27 @@
-"""The report's markdown tables: our accuracy per attention × task, the papers' tables in their own
-layout with ours beside each published figure, and the jobs that did not complete."""
+"""The report's markdown tables: our accuracy and model sizes per attention × task, the papers' tables in
+their own layout with ours beside each published figure, and the jobs that did not complete."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 
+from lra.one_line import one_line
 from lra.provenance import markdown_table
-from lra.published_numbers import RUN_COST, RUN_COST_PAPER, SKYFORMER_TASK_ORDER, TASKS, PublishedAccuracy
+from lra.published_numbers import (
+    RUN_COST,
+    RUN_COST_PAPER,
+    SKYFORMER_ACCURACY,
+    SKYFORMER_TASK_ORDER,
+    TASKS,
+    PublishedAccuracy,
+    comparable,
+)
 from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
 
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
 REFERENCE = "standard"  # the attention the cost ratios are taken against, as Skyformer Table 2
+ERROR_WIDTH = 200  # characters of a failed job's error: its last line (a traceback's exception)
 
 
 def average_column(cells: dict[str, Cell]) -> str:
@@ -23,14 +33,79 @@ def average_column(cells: dict[str, Cell]) -> str:
 
 
 def accuracy_table(runs: Sequence[Run], metric: str = "test/acc") -> str:
-    """Ours: ``metric`` (%) per variant × task, mean ± std (seeds, and how many at chance)."""
+    """Ours: ``metric`` (%) per variant × task, mean ± std [95% confidence interval] (seeds, and how
+    many at chance)."""
     cells = metric_cells(runs, metric, scale=100.0)
+    shown = {
+        v: {t: cell.format(with_interval=True) for t, cell in tasks.items()} for v, tasks in cells.items()
+    }
     rows = [
-        [variant, *(cells[variant][t].format() if t in cells[variant] else "—" for t in TASKS),
+        [variant, *(shown[variant].get(t, "—") for t in TASKS),
          "none: not the LRA data" if GENERATED in variant else average_column(cells[variant])]
         for variant in sorted(cells)
     ]  # fmt: skip
     return markdown_table(["attention", *TASKS, "average"], rows)
+
+
+PARAMS, MIXER_PARAMS = "model/params", "model/mixer_params"
+SIZE_RULE = 0.10  # LRA: a model at most 10% larger than the Transformer of its task and protocol
+
+
+def size_references(runs: Sequence[Run]) -> dict[tuple[str, str, str], float]:
+    """(task, data, protocol) -> the parameter count of ``standard`` there (with its default options
+    where it ran so, else another ``standard`` variant)."""
+    references: dict[tuple[str, str, str], float] = {}
+    for run in sorted(runs, key=lambda r: r.label == REFERENCE):  # the default standard last, so it wins
+        if run.attention == REFERENCE and run.metrics.get(PARAMS):
+            references[(run.task, run.data, run.protocol)] = float(run.metrics[PARAMS])
+    return references
+
+
+def size_cell(run: Run, references: dict[tuple[str, str, str], float]) -> str:
+    """``82,198 (mixer 41%)``, flagged ``⚑ +14% over standard`` beyond ``SIZE_RULE``."""
+    total, mixer = run.metrics.get(PARAMS), run.metrics.get(MIXER_PARAMS)
+    if not total:
+        return "—"
+    text = f"{total:,.0f}" + (f" (mixer {mixer / total:.0%})" if mixer is not None else "")
+    reference = references.get((run.task, run.data, run.protocol))
+    excess = total / reference - 1 if reference else 0.0
+    return text + (f" ⚑ +{excess:.0%} over {REFERENCE}" if excess > SIZE_RULE else "")
+
+
+def parameter_table(runs: Sequence[Run]) -> str:
+    """Parameters per variant × task (the latest run of each), with the mixer's share and the flag of
+    a model more than ``SIZE_RULE`` larger than ``standard`` of its task, data and protocol."""
+    references, latest = size_references(runs), {}
+    for run in sorted(runs, key=lambda r: r.finished):
+        latest[(run.variant, run.task)] = run
+    variants = sorted({variant for variant, _ in latest})
+    rows = [[v, *(size_cell(latest[(v, t)], references) if (v, t) in latest else "—" for t in TASKS)]
+            for v in variants]  # fmt: skip
+    return markdown_table(["attention", *TASKS], rows)
+
+
+def comparable_runs(
+    runs: Sequence[Run], size: tuple[int, int] | None, preset: str | None
+) -> tuple[list[Run], list[str]]:
+    """The runs that may sit beside published rows of ``size`` trained as ``preset`` does
+    (``lra.published_numbers.comparable``), and the variants left out (runs on generated data, which
+    never sit beside a paper's figure, aside)."""
+    kept = [run for run in runs if comparable(size, preset, run.size(), run.preset)]
+    ids = {id(run) for run in kept}
+    left = sorted({run.variant for run in runs if id(run) not in ids and GENERATED not in run.variant})
+    return kept, left
+
+
+def comparison_note(
+    protocol: str, size: tuple[int, int] | None, preset: str | None, left: Sequence[str]
+) -> str:
+    """What the published rows trained as, which of ours sit beside them, and which are left out."""
+    ours = [f"runs under `experiment={preset}`"] if preset else []
+    ours += [f"runs of {size[0]} × {size[1]}"] if size else []
+    note = f"The paper's rows: {protocol}. Ours beside them: {' or '.join(ours) or 'none'}."
+    if left:
+        note += f" Left out, trained otherwise or at another size: {', '.join(left)}."
+    return note
 
 
 def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -49,8 +124,10 @@ def paper_rows(runs: Sequence[Run], published: Sequence[str]) -> list[tuple[str,
 
 
 def paper_accuracy_table(runs: Sequence[Run], table: PublishedAccuracy, metric: str = "test/acc") -> str:
-    """``table`` in its paper's column order, each cell ``ours / the paper's``, AVG as the paper
-    computes it (the mean of the five task accuracies) with the paper's printed AVG beside."""
+    """``table`` in its paper's column order, each cell ``ours / the paper's`` (ours: the runs
+    ``comparable`` with its rows), AVG as the paper computes it (the mean of the five task accuracies)
+    with the paper's printed AVG beside; under it, ``comparison_note``."""
+    runs, left = comparable_runs(runs, table.size, table.preset)
     cells = metric_cells(runs, metric, scale=100.0)
     rows = []
     for attention, variant in paper_rows(runs, list(table.rows)):
@@ -63,7 +140,8 @@ def paper_accuracy_table(runs: Sequence[Run], table: PublishedAccuracy, metric: 
         mine_average = average_column(ours) if set(TASKS) <= set(ours) else "—"
         row.append(f"{mine_average} / {table.averages[attention]:.2f}" if in_paper else f"{mine_average} / —")
         rows.append(row)
-    return markdown_table(["attention", *table.columns, "AVG"], rows)
+    note = comparison_note(table.protocol, table.size, table.preset, left)
+    return markdown_table(["attention", *table.columns, "AVG"], rows) + "\n\n" + note
 
 
 def memory_cells(runs: Sequence[Run]) -> tuple[dict[str, dict[str, Cell]], list[str]]:
@@ -106,7 +184,9 @@ def cost_table(
 
 
 def skyformer_cost_tables(runs: Sequence[Run]) -> str:
-    """Skyformer Table 2: whole-run hours and peak GB per task, ours beside the paper's, with ratios."""
+    """Skyformer Table 2: whole-run hours and peak GB per task, ours (the runs ``comparable`` with its
+    rows) beside the paper's, with ratios."""
+    runs, _ = comparable_runs(runs, SKYFORMER_ACCURACY.size, SKYFORMER_ACCURACY.preset)
     hours = metric_cells(runs, TOTAL_TIME, scale=1 / 3600)
     steps = metric_cells(runs, "train/steps")
     memory, measures = memory_cells(runs)
@@ -134,7 +214,7 @@ def failed_section(runs: Sequence[Run]) -> str:
             r.variant,
             r.seed,
             r.status,
-            (r.error.splitlines() or [""])[-1][:200].replace("|", "\\|"),
+            one_line((r.error.splitlines() or [""])[-1], ERROR_WIDTH).replace("|", "\\|"),
             f"`{r.path.parent}`",
         ]
         for r in failed

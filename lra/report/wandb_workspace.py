@@ -29,7 +29,14 @@ VIEW_PREFIX = "LRA"
 TASK_KEY, ATTENTION_KEY, SEED_KEY = "task.name", "attention.name", "seed"
 SPT_KEY = "pretrain.mode"  # how a run was self-pretrained (lra.report.runs: the SPT rows)
 MEMORY_METRICS = ("perf/peak_gpu_mem_mb", "perf/peak_rss_mb")  # on a GPU, on a CPU
-SUMMARY_COLUMNS = ("test/acc", "val/acc_best", "perf/step_ms", "perf/train_time_s")
+SUMMARY_COLUMNS = (
+    "test/acc",
+    "val/acc_best",
+    "perf/step_ms",
+    "perf/train_time_s",
+    "model/params",
+    "model/mixer_params",
+)
 MIN_RUNS_SHOWN = 10  # W&B's default number of runs (or groups) a panel draws
 
 

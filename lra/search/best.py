@@ -2,8 +2,8 @@
 
 best.yaml::
 
-    study: listops-nystrom-max_steps=2000   # the study and where it is stored
-    storage: sqlite:///multirun/search/listops-nystrom-max_steps=2000/optuna.db
+    study: listops-nystrom-max_steps=2000-s0   # the study and where it is stored
+    storage: sqlite:///multirun/search/listops-nystrom-max_steps=2000-s0/optuna.db
     task: listops
     attention: nystrom
     value: 0.41            # its best val/acc_best
@@ -18,7 +18,9 @@ the task and attention must be the study's.
 from __future__ import annotations
 
 import math
+import os
 import shlex
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +54,12 @@ def tuned_command(task: str, attention: str, fixed: dict[str, str], best_file: P
 
 
 def write_best(path: Path, record: dict[str, Any]) -> Path:
+    """Write ``record`` to ``path`` whole: every worker of a shared study writes it when it stops, so each
+    writes a file of its own (host and pid) and renames it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(OmegaConf.create(record), path)
+    partial = path.with_name(f".{path.name}.tmp-{socket.gethostname()}-{os.getpid()}")
+    OmegaConf.save(OmegaConf.create(record), partial)
+    os.replace(partial, path)
     return path
 
 

@@ -68,11 +68,15 @@ def record_heartbeat(storage: BaseStorage, trial_id: int, every_s: float) -> Non
     storage.set_trial_system_attr(trial_id, HEARTBEAT_ATTR, {"time": time.time(), "every_s": every_s})
 
 
-def is_stale(trial: FrozenTrial, now: float) -> bool:
-    """A running trial whose heartbeats stopped (one that never beat is not judged)."""
-    beat = trial.system_attrs.get(HEARTBEAT_ATTR)
-    if trial.state != TrialState.RUNNING or beat is None:
+def is_stale(trial: FrozenTrial, now: float, every_s: float) -> bool:
+    """A running trial whose heartbeats stopped. One that never beat (its worker died between asking
+    for it and its first beat) is judged from its start, at the judging worker's ``every_s``."""
+    if trial.state != TrialState.RUNNING:
         return False
+    beat = trial.system_attrs.get(HEARTBEAT_ATTR) or {
+        "time": trial.datetime_start.timestamp(),
+        "every_s": every_s,
+    }
     return now - beat["time"] > MISSED_BEATS * beat["every_s"]
 
 

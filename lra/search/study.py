@@ -1,9 +1,11 @@
-"""A search's study: its name (task, attention and the options the search keeps fixed) and the files
-it is stored in.
+"""A search's study: its name (task, attention, the options the search keeps fixed and the seed) and the
+files it is stored in.
 
 The study name is computed from the command line, less the keys the search samples (handed to the jobs
 in ``LRA_SWEPT_KEYS``, ``lra.naming``), so the sweep folder ``multirun/search/<study>`` and the study are
-the same for the same command, in the sweeper and in every trial.
+the same for the same command, in the sweeper and in every trial. It is a run's name
+(``lra.naming.run_name``) with the fixed options: a command that trains anything else (another seed,
+preset, task, attention or option) is another study.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lra.errors import ConfigError
-from lra.naming import ALWAYS_NAMED, IGNORED_KEYS, SWEPT_KEYS_ENV, options_label, parse
+from lra.naming import ALWAYS_NAMED, IGNORED_KEYS, SWEPT_KEYS_ENV, parse, run_name
 
 # Command-line keys that do not change what a trial computes, beside IGNORED_KEYS.
 UNNAMED_KEYS = ("hparams_search", "logger", "trainer.enable_progress_bar")
@@ -34,8 +36,9 @@ def trained_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def fixed_options(overrides: Sequence[str]) -> dict[str, str]:
-    """``{key: value}`` of the command line's plain overrides that change what a trial computes: not the
-    task or attention (already in the name), not a sampled key, a path or a worker count."""
+    """``{key: value}`` of the command line's plain overrides that change what a trial computes: the preset
+    (``experiment=``) among them; not the task, attention or seed (named apart), not a sampled key, a path
+    or a worker count."""
     sampled = set(os.environ.get(SWEPT_KEYS_ENV, "").split())
     skipped = {*ALWAYS_NAMED, *IGNORED_KEYS, *UNNAMED_KEYS, *sampled}
     return {
@@ -45,10 +48,10 @@ def fixed_options(overrides: Sequence[str]) -> dict[str, str]:
     }
 
 
-def study_name(task: str, attention: str, overrides: Sequence[str]) -> str:
-    """``listops-nystrom[-max_steps=2000...]``: the ``${lra.study_name:...}`` resolver of the sweep folder."""
-    label = options_label(fixed_options([str(override) for override in overrides]))
-    return f"{task}-{attention}{'-' + label if label else ''}"
+def study_name(task: str, attention: str, seed: int, overrides: Sequence[str]) -> str:
+    """``listops-nystrom[-max_steps=2000...]-s0``: the ``${lra.study_name:...}`` resolver of the sweep
+    folder."""
+    return run_name(task, attention, seed, fixed_options([str(override) for override in overrides]))
 
 
 def study_files(root: Path) -> list[str]:

@@ -3,11 +3,14 @@
 - reaches ``n_trials`` in total: a study started again (same command, same storage) runs only the trials
   it still lacks, and workers sharing one study (a journal file or a database) stop together, with
   exactly ``n_trials`` (``lra.search.trials.within_total``);
+- once it has no trial left to start, waits for the trials still running in other workers, polling every
+  ``heartbeat_s``: a dead worker's trial (its heartbeats stopped) is queued again and run here, so the
+  study ends with ``n_trials`` completed, or its last line names the trials that failed and why;
 - records a trial whose run failed, returned NaN or raised as failed, with the reason, and goes on;
 - queues an interrupted trial's parameters again (Ctrl+C, SIGTERM, a launcher whose job died, a worker
   whose heartbeats stopped), so that with ``resume=auto`` the run continues; a trial whose job died
   runs again at most ``max_retries`` times, then is recorded as failed;
-- writes ``best.yaml`` (``lra.search.best``) at the end.
+- writes ``best.yaml`` (``lra.search.best``) at the end, when no trial runs any more.
 
 The search space (``lra.search.space``) and the storage are checked before any trial runs: a problem
 is one line and exit 1.
@@ -21,6 +24,7 @@ import logging
 import math
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +60,7 @@ from lra.search.trials import (
     STOPPED,
     counts_toward_total,
     fail_stale_trials,
+    failures_line,
     interrupt,
     skip,
     trial_counts,
@@ -132,9 +137,9 @@ class StudySweeper(Sweeper):
         return clip_to_task(space, self.config), fixed
 
     def open_study(self) -> optuna.Study:
-        name = self.study_name or study_name(
-            self.config.task.name, self.config.attention.name, list(self.config.hydra.overrides.task)
-        )
+        config = self.config
+        overrides = list(config.hydra.overrides.task)
+        name = self.study_name or study_name(config.task.name, config.attention.name, config.seed, overrides)
         os.environ[STUDY_ENV] = name
         if self.storage is None:
             sweep_dir = Path(self.config.hydra.sweep.dir)
@@ -153,7 +158,8 @@ class StudySweeper(Sweeper):
         return study
 
     def trials_to_go(self, study: optuna.Study) -> int:
-        fail_stale_trials(study, self.storage_backend)  # a dead worker's trials: interrupted, queued again
+        # A dead worker's trials: interrupted, queued again.
+        fail_stale_trials(study, self.storage_backend, self.heartbeat_s)
         return self.n_trials - sum(map(counts_toward_total, study.get_trials(deepcopy=False)))
 
     def ask(self, study: optuna.Study, space: Space, count: int) -> list[optuna.trial.Trial]:
@@ -174,27 +180,47 @@ class StudySweeper(Sweeper):
         return self.storage_backend.get_trial(trial._trial_id)  # Optuna's storage id of the trial
 
     def run_trials(self, study: optuna.Study, space: Space, fixed: dict[str, str]) -> None:
-        while (to_go := self.trials_to_go(study)) > 0:
-            trials = self.ask(study, space, min(self.n_jobs, to_go))
-            if not trials:
+        """Start trials while the study lacks some, then wait while other workers' trials run (the
+        module docstring): each poll re-queues the stale ones, which this worker then runs."""
+        waiting_for: list[int] = []
+        while True:
+            to_go = self.trials_to_go(study)
+            if to_go > 0:
+                self.run_batch(study, space, fixed, min(self.n_jobs, to_go))
                 continue
-            overrides = [
-                (*(f"{key}={value}" for key, value in trained_params(trial.params).items()), *fixed.values())
-                for trial in trials
-            ]
-            ids = [trial._trial_id for trial in trials]  # Optuna's storage ids
-            try:
-                with heartbeats(self.storage_backend, ids, self.heartbeat_s):
-                    returns = self.launcher.launch(overrides, initial_job_idx=trials[0].number)
-            except Exception as error:  # a job died: its launcher (submitit, joblib) raised
-                reason = f"its job died: {type(error).__name__}: {error}".splitlines()[0]
-                self.interrupt_all(study, trials, DIED, reason)
-                continue
-            except BaseException:  # Ctrl+C, SIGTERM: the trials run again next time
-                self.interrupt_all(study, trials, STOPPED, "the search was stopped")
-                raise
-            for trial, job in zip(trials, returns, strict=True):
-                tell(study, trial, job)
+            running = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
+            if not running:
+                return
+            if running != waiting_for:
+                numbers = ", ".join(map(str, running))
+                log.info(
+                    f"Waiting for trial(s) {numbers} of other workers; one whose heartbeats stop runs here"
+                )
+                waiting_for = running
+            time.sleep(self.heartbeat_s)
+
+    def run_batch(self, study: optuna.Study, space: Space, fixed: dict[str, str], count: int) -> None:
+        """Ask for up to ``count`` trials, run them through the launcher and tell their outcomes."""
+        trials = self.ask(study, space, count)
+        if not trials:
+            return
+        overrides = [
+            (*(f"{key}={value}" for key, value in trained_params(trial.params).items()), *fixed.values())
+            for trial in trials
+        ]
+        ids = [trial._trial_id for trial in trials]  # Optuna's storage ids
+        try:
+            with heartbeats(self.storage_backend, ids, self.heartbeat_s):
+                returns = self.launcher.launch(overrides, initial_job_idx=trials[0].number)
+        except Exception as error:  # a job died: its launcher (submitit, joblib) raised
+            reason = f"its job died: {type(error).__name__}: {error}".splitlines()[0]
+            self.interrupt_all(study, trials, DIED, reason)
+            return
+        except BaseException:  # Ctrl+C, SIGTERM: the trials run again next time
+            self.interrupt_all(study, trials, STOPPED, "the search was stopped")
+            raise
+        for trial, job in zip(trials, returns, strict=True):
+            tell(study, trial, job)
 
     def interrupt_all(
         self, study: optuna.Study, trials: Sequence[optuna.trial.Trial], cause: str, why: str
@@ -203,9 +229,14 @@ class StudySweeper(Sweeper):
             interrupt(study, self.storage_backend, self.frozen(trial), cause, why)
 
     def report(self, study: optuna.Study) -> None:
-        """Log the trial counts and the best trial, and write ``best.yaml`` (when a trial completed)."""
-        counts = trial_counts(study.get_trials(deepcopy=False))
+        """Log the trial counts, the failed trials in one line, and the best trial, and write ``best.yaml``
+        (when a trial completed)."""
+        trials = study.get_trials(deepcopy=False)
+        counts = trial_counts(trials)
         log.info(f"Study {study.study_name}: {counts}")
+        if failed := failures_line(trials):
+            completed = f"{counts['completed']} of {self.n_trials} trials completed"
+            log.warning(f"Study {study.study_name}: {completed}; failed: {failed}")
         if not counts["completed"]:
             log.warning("No trial completed: no best.yaml")
             return

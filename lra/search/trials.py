@@ -25,6 +25,7 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
+from lra.one_line import one_line
 from lra.search.storage import is_stale
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ SKIPPED_ATTR = "skipped"
 # What a trial's failure to finish means for its retries: a job that died (its launcher raised, its
 # heartbeats stopped) spends one; a sweep stopped by Ctrl+C or SIGTERM spends none.
 DIED, STOPPED = "died", "stopped"
+REASON_WIDTH = 80  # characters of each failed trial's reason in the search's last line
 
 
 def was_interrupted(trial: FrozenTrial) -> bool:
@@ -108,9 +110,26 @@ def interrupt(study: optuna.Study, storage: BaseStorage, trial: FrozenTrial, cau
     log.warning(f"Trial {trial.number} interrupted ({reason}): queued again, {left} retries left")
 
 
-def fail_stale_trials(study: optuna.Study, storage: BaseStorage) -> None:
-    """Interrupt every running trial whose heartbeats stopped (``lra.search.storage``): its job died."""
+def fail_stale_trials(study: optuna.Study, storage: BaseStorage, every_s: float) -> None:
+    """Interrupt every running trial whose heartbeats stopped (``lra.search.storage``; ``every_s``: this
+    worker's interval, for a trial that never beat): its job died."""
     now = time.time()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if is_stale(trial, now):
+        if is_stale(trial, now, every_s):
             interrupt(study, storage, trial, DIED, "its heartbeats stopped: the process that ran it died")
+
+
+def failures_line(trials: Sequence[FrozenTrial]) -> str | None:
+    """``trials 2, 5: REASON; trial 7: REASON``: the trials that failed for a reason of their own (each
+    reason cut between words), or None when none did."""
+    numbers: dict[str, list[int]] = {}
+    for trial in trials:
+        if trial.state == TrialState.FAIL and counts_toward_total(trial):
+            numbers.setdefault(trial.user_attrs.get(ERROR_ATTR, "no reason recorded"), []).append(
+                trial.number
+            )
+    parts = [
+        f"trial{'s' if len(found) > 1 else ''} {', '.join(map(str, found))}: {one_line(reason, REASON_WIDTH)}"
+        for reason, found in numbers.items()
+    ]
+    return "; ".join(parts) or None

@@ -50,11 +50,12 @@ def write_summary(
     pretrain: dict | None = None,
     share: float | None = None,
     options: dict | None = None,
+    preset: str | None = None,
 ) -> Path:
     """A run folder with its summary.json; ``schema`` None writes a schema-1 file (no ``schema`` key),
     or a schema-3 one for a self-pretrained run (``pretrain``, from ``masked_pretrain``, with its
     metrics and ``pretrain`` config; ``share``: the compute-matched split); ``options``: the options
-    its sweep varied. Returns the run folder."""
+    its sweep varied; ``preset``: the ``experiment=`` it trained under. Returns the run folder."""
     all_metrics = {"perf/train_time_s": train_time_s, "perf/peak_rss_mb": 2048.0, "train/steps": 100}
     if acc is not None:
         all_metrics["test/acc"] = acc
@@ -78,6 +79,7 @@ def write_summary(
         "protocol": protocol or DEFAULT_PROTOCOL,
         "data": data,
         "options": options or {},
+        "preset": preset,
     }
     if schema is not None:
         summary["schema"] = schema

@@ -3,7 +3,8 @@
 ``python -m lra +callbacks.kill._target_=helpers.signal_at_step.SignalAtStep +callbacks.kill.step=5
 +callbacks.kill.signal=SIGTERM`` with ``tests/`` on PYTHONPATH: the signal lands after the 5th optimizer
 step, exactly as one sent from outside (by a cluster before pre-emption, or ``kill -9``) at that moment.
-``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on.
+``once``: a file that marks the signal as sent, so that a resumed run passing the step again goes on,
+and of several processes running the same command (search workers) only the first is signalled.
 ``module``: the class name of the LightningModule whose training it stops (``MaskedPretrainModule``:
 the self-pretraining stage; ``LRALitModule``: fine-tuning); None stops the first to reach the step.
 Under DDP each process signals itself (a signal to the process group), or only the process of global
@@ -35,11 +36,17 @@ class SignalAtStep(Callback):
             return
         if self.rank is not None and trainer.global_rank != self.rank:
             return
-        once = (
-            self.once
-            if trainer.world_size == 1
-            else self.once.with_name(f"{self.once.name}.rank{trainer.global_rank}")
-        )
-        if trainer.global_step == self.step and not once.exists():
-            once.touch()
+        if trainer.global_step == self.step and self.claim(trainer):
             os.kill(os.getpid(), self.signal)
+
+    def claim(self, trainer: L.Trainer) -> bool:
+        """Create the ``once`` file (under DDP, this process's own); False when it exists already. The
+        creation is atomic, so of several processes that reach the step at once, one signals itself."""
+        once = self.once
+        if trainer.world_size > 1:
+            once = once.with_name(f"{once.name}.rank{trainer.global_rank}")
+        try:
+            once.open("x").close()
+        except FileExistsError:
+            return False
+        return True
