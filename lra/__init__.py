@@ -5,8 +5,9 @@ fit, test) with ``checks``/``errors`` (config validation), ``resume`` (where a r
 ``checkpoint_files`` (atomic, stamped, verified checkpoints), ``run_lock`` (one writer per run
 folder), ``disk_full``, ``csv_metrics``, ``model``,
 ``module``, ``data``, ``schedules``, ``callbacks``, ``loggers``, ``training_state`` (exact resume),
-``preemption`` (SLURM requeue), ``naming``, ``memory``, ``extras`` (the optional parts and
-their extras); ``job_state`` and ``job_end`` record the outcome in summary.json (``summary_json``;
+``preemption`` (SLURM requeue), ``agreed_stop`` (every process stops at one step on SIGTERM/SIGINT),
+``rank_plan`` (one run plan for every DDP process), ``naming``, ``memory``, ``extras`` (the optional
+parts and their extras); ``job_state`` and ``job_end`` record the outcome in summary.json (``summary_json``;
 ``summary_tables`` prints it). They import attention_zoo, data_prep, Lightning, Hydra.
 Above them sit ``report`` (tables and figures of finished runs), ``bench`` (benchmarks) and
 ``search`` (Optuna); ``report`` and ``bench`` never import each other and share only ``provenance``,

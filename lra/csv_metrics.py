@@ -18,6 +18,7 @@ import logging
 import os
 from pathlib import Path
 
+from lightning.fabric.loggers.logger import rank_zero_experiment
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
@@ -93,6 +94,7 @@ class AtomicCSVLogger(CSVLogger):
     """Lightning's ``CSVLogger`` with the ``AtomicRowsWriter``."""
 
     @property
+    @rank_zero_experiment  # as Lightning's: under DDP only process 0 opens (and first empties) the file
     def experiment(self) -> AtomicRowsWriter:
         if self._experiment is None:
             self._fs.makedirs(self.root_dir, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import lightning as L
 import numpy as np
 import torch
 from omegaconf import DictConfig
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 import data_prep
 from lra.errors import ConfigError
@@ -18,21 +19,35 @@ from lra.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
-class EpochPermutationSampler(Sampler[int]):
-    """Indices 0..size-1 in the permutation of epoch ``e`` drawn from ``(seed, e)`` alone.
+class EpochPermutationSampler(DistributedSampler):
+    """Indices 0..size-1 in the permutation of epoch ``e`` drawn from ``(seed, e)`` alone; under DDP, the
+    share of process ``rank`` of ``num_replicas`` (``shard``).
 
     The order of an epoch depends on nothing but the seed and the epoch number (Lightning calls
     ``set_epoch`` at the start of each one), not on how often or when a loader is iterated, so a run
     and any replay of it (a resumed run, the protocol parity tests) see the same batches. A run
     resumed mid-epoch starts its first pass at the index where the interrupted run stopped
-    (``resume_at``, from ``lra.training_state.TrainingOrderState``).
+    (``resume_at``, from ``lra.training_state.TrainingOrderState``): the permutation rotated to start
+    there, so that every pass yields ``len(self)`` indices; Lightning ends the resumed epoch after the
+    batches the interrupted one had left (it counts them), and the rotated tail is never drawn.
+
+    Process ``rank`` takes every ``num_replicas``-th index from its ``rank``-th, of the permutation padded
+    with its own head to a multiple of ``num_replicas`` (as torch's ``DistributedSampler``): the
+    processes' batches together take the permutation in order, so a position in it is where all of
+    them stand. Being a ``DistributedSampler``, Lightning leaves it in place instead of wrapping it in its
+    own, which would shuffle it again and lose that position.
     """
 
     def __init__(self, size: int, seed: int) -> None:
+        super().__init__(range(size), num_replicas=1, rank=0, shuffle=False, seed=seed)
         self.size = size
-        self.seed = seed
-        self.epoch = 0
         self.start = 0  # where the next pass over this epoch begins
+
+    def shard(self, num_replicas: int, rank: int) -> None:
+        """Yield process ``rank``'s share of ``num_replicas`` from now on."""
+        self.num_replicas, self.rank = num_replicas, rank
+        self.num_samples = math.ceil(self.size / num_replicas)
+        self.total_size = self.num_samples * num_replicas
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -46,10 +61,12 @@ class EpochPermutationSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         order = np.random.default_rng([self.seed, self.epoch]).permutation(self.size).tolist()
         start, self.start = self.start, 0
-        return iter(order[start:])
+        rotated = order[start:] + order[:start]
+        padded = rotated + rotated[: self.total_size - self.size]
+        return iter(padded[self.rank :: self.num_replicas])
 
     def __len__(self) -> int:
-        return self.size
+        return self.num_samples
 
 
 class LRADataModule(L.LightningDataModule):
@@ -191,6 +208,8 @@ class LRADataModule(L.LightningDataModule):
 
     def loader(self, name: str) -> DataLoader:
         train = name == "train"
+        if train and self.trainer is not None:  # under DDP, this process's share of each epoch
+            self.train_sampler.shard(self.trainer.world_size, self.trainer.global_rank)
         return DataLoader(
             self.splits[name],
             batch_size=self.batch_size,

@@ -23,6 +23,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig
 
 from data_prep.storage import CorruptDataError
+from lra.agreed_stop import stop_signal
 from lra.disk_full import disk_full_errors, disk_full_line
 from lra.errors import ConfigError, CorruptCheckpointError, RunFolderBusy
 from lra.job_state import JobState
@@ -72,11 +73,14 @@ def failures_noted(state: JobState) -> Iterator[None]:
         state.status, state.error, state.refused_folder = "failed", str(exception), True
     except EXPLAINED_ERRORS as exception:
         state.status, state.error = "failed", str(exception)
-    except SIGTERMException:
+    except SIGTERMException:  # SIGTERM or SIGINT, at the end of a step (lra.agreed_stop)
         saved = state.run_dir / CHECKPOINT_DIR
+        signum = stop_signal(state.current_trainer())
         state.status = "interrupted"
-        state.error = f"SIGTERM at {state.stopped_at()}; the state is saved in {saved}: resume=auto continues"
-        raise SystemExit(SIGTERM_EXIT_STATUS) from None
+        state.error = (
+            f"{signum.name} at {state.stopped_at()}; the state is saved in {saved}: resume=auto continues"
+        )
+        raise SystemExit(128 + signum) from None
     except (KeyboardInterrupt, SystemExit):
         state.status, state.error = "interrupted", state.interruption(state.run_dir / CHECKPOINT_DIR)
         raise

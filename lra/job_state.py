@@ -53,6 +53,11 @@ class JobState:
         """The metrics of a job that stopped before its end: its step and its best validation so far."""
         return {"train/steps": self.parts.trainer.global_step, **self.best_so_far()} if self.parts else {}
 
+    def current_trainer(self) -> L.Trainer | None:
+        """The trainer of the stage that ran last: fine-tuning's, else pretraining's (None before any)."""
+        parts = self.parts or self.pretrain_parts
+        return parts.trainer if parts else None
+
     def stopped_at(self) -> str:
         """Where training stopped: ``step N`` of fine-tuning, with its best validation accuracy so far
         (``step 120, best val/acc 41.20%``), or ``pretraining step N`` (``step None`` before any trainer)."""

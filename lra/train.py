@@ -31,13 +31,13 @@ from lra.model import LRAClassifier
 from lra.module import LRALitModule
 from lra.naming import attention_budget
 from lra.pretrain_stage import finetuning_config, is_masked, model_vocab_size, prepare_encoder
+from lra.rank_plan import outlive_process_zero, shared_plan
 from lra.resume import (
     LAST_CHECKPOINT,
     RunPlan,
     checkpoint_step,
     is_pretraining_checkpoint,
     job_record,
-    plan_run,
     record_plan,
 )
 from lra.run_lock import RunLock
@@ -196,7 +196,7 @@ def run(
     plan: RunPlan | None = None
     with failures_noted(state):  # a job refused here (config, resume) is recorded as failed below
         check_config(cfg)
-        planned = plan_run(cfg, output_dir, resume_roots, job_overrides)
+        planned = shared_plan(cfg, output_dir, resume_roots, job_overrides)  # one plan for every DDP process
         if rank_zero_only.rank == 0:
             if not planned.completed:  # one writer per run folder: a second process stops here
                 state.lock = RunLock.acquire(planned.directory)
@@ -213,4 +213,6 @@ def run(
         summary = record_outcome(cfg, job, state)
         if state.lock is not None:
             state.lock.release()
+        if state.status == "interrupted":
+            outlive_process_zero()
     return summary

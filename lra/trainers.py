@@ -4,8 +4,9 @@ Each stage's trainer takes ``cfg.trainer``'s options with the stage's own ``max_
 gradients as ``cfg.protocol`` says, validates every ``task.eval_every`` steps and at its last step,
 saves the training order and RNG states in every checkpoint (``lra.training_state``), keeps the
 stage's best checkpoint and its full state in ``checkpoints/<last_name>.ckpt`` after every
-evaluation and after an exception (Lightning's SIGTERM handling raises one at the end of the current
-step): what ``resume`` continues from. The extra callbacks of ``cfg.callbacks`` run after these.
+evaluation and after an exception (a SIGTERM or Ctrl+C raises one at the end of the current step on
+every process, ``lra.agreed_stop``): what ``resume`` continues from. The extra callbacks of
+``cfg.callbacks`` run after these.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from omegaconf import DictConfig, OmegaConf
 
+from lra.agreed_stop import AgreedStop
 from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
 from lra.checkpoint_files import VerifiedCheckpointIO
 from lra.job_state import TrainerParts
@@ -87,6 +89,7 @@ def stage_trainer(
             ValidateAtLastStep(),
             *progress,
             *extra,
+            AgreedStop(),  # last: a signal sent during a step's callbacks stops training after that step
         ],
         logger=loggers or False,
         plugins=[*lightning_plugins(), VerifiedCheckpointIO()],  # atomic, stamped, verified

@@ -63,7 +63,10 @@ class TrainingOrderState(Callback):
         if self.trainer is None:
             return {}
         trainer = self.trainer
+        epochs = trainer.fit_loop.epoch_progress.current
         batches = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        if epochs.completed == epochs.ready:  # between epochs (a stop after an epoch's last step): none yet
+            batches = 0
         return {  # under DDP each process took every world_size-th index of the epoch's permutation
             "epoch": trainer.current_epoch,
             "index": batches * trainer.datamodule.batch_size * trainer.world_size,

@@ -24,11 +24,28 @@ def test_the_sampler_resumes_inside_an_epoch_and_starts_the_next_one_whole():
     whole = list(sampler)
     sampler.resume_at(1, 4)
     sampler.set_epoch(1)  # Lightning sets the epoch again as the resumed run starts it
-    assert list(sampler) == whole[4:]
-    assert list(sampler) == whole  # only the first pass is shortened
+    assert list(sampler) == whole[4:] + whole[:4]  # as long as __len__ says: the batches left come first
+    assert list(sampler) == whole  # only the first pass is rotated
     sampler.resume_at(1, 4)
     sampler.set_epoch(2)
     assert len(list(sampler)) == 10
+
+
+def test_ddp_shards_resume_where_the_processes_stood_and_yield_their_length():
+    """Two processes: each takes every other index, the permutation padded with its head (41 = 2 * 21 - 1);
+    resumed after 2 batches of 4 in each, each yields what it had left first, and as many as ``len``."""
+    shards = [EpochPermutationSampler(41, seed=3) for _ in range(2)]
+    for rank, sampler in enumerate(shards):
+        sampler.shard(2, rank)
+        sampler.set_epoch(1)
+    whole = [list(sampler) for sampler in shards]
+    assert sorted(whole[0] + whole[1]) == sorted([*range(41), whole[0][0]])
+    for rank, sampler in enumerate(shards):
+        sampler.resume_at(1, 2 * 4 * 2)
+        sampler.set_epoch(1)
+        resumed = list(sampler)
+        assert len(resumed) == len(sampler) == 21
+        assert resumed[: 21 - 8] == whole[rank][8:]
 
 
 @pytest.mark.slow  # three short trainings per attention

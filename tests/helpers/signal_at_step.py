@@ -7,6 +7,8 @@ step, exactly as one sent from outside (by a cluster before pre-emption, or ``ki
 and of several processes running the same command (search workers) only the first is signalled.
 ``module``: the class name of the LightningModule whose training it stops (``MaskedPretrainModule``:
 the self-pretraining stage; ``LRALitModule``: fine-tuning); None stops the first to reach the step.
+Under DDP each process signals itself (a signal to the process group), or only the process of global
+rank ``rank``; each keeps its own ``once`` file (``<once>.rank<N>``).
 """
 
 from __future__ import annotations
@@ -20,23 +22,31 @@ from lightning.pytorch.callbacks import Callback
 
 
 class SignalAtStep(Callback):
-    def __init__(self, step: int, signal: str, once: str, module: str | None = None) -> None:
+    def __init__(
+        self, step: int, signal: str, once: str, module: str | None = None, rank: int | None = None
+    ) -> None:
         self.step = step
         self.signal = signals.Signals[signal]
         self.once = Path(once)
         self.module = module
+        self.rank = rank
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx):
         if self.module is not None and type(pl_module).__name__ != self.module:
             return
-        if trainer.global_step == self.step and self.claim():
+        if self.rank is not None and trainer.global_rank != self.rank:
+            return
+        if trainer.global_step == self.step and self.claim(trainer):
             os.kill(os.getpid(), self.signal)
 
-    def claim(self) -> bool:
-        """Create the ``once`` file; False when it exists already. The creation is atomic, so of several
-        processes that reach the step at once, one signals itself."""
+    def claim(self, trainer: L.Trainer) -> bool:
+        """Create the ``once`` file (under DDP, this process's own); False when it exists already. The
+        creation is atomic, so of several processes that reach the step at once, one signals itself."""
+        once = self.once
+        if trainer.world_size > 1:
+            once = once.with_name(f"{once.name}.rank{trainer.global_rank}")
         try:
-            self.once.open("x").close()
+            once.open("x").close()
         except FileExistsError:
             return False
         return True
