@@ -7,8 +7,10 @@ predicts masked tokens from); mean pooling over the real tokens; an MLP classifi
 (``dual=True``) encodes both documents with the same encoder and classifies ``[u, v, u*v, u-v]``.
 
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
-``attention(head_dim=dim // num_heads, num_heads=num_heads, seq_len=seq_len)``, e.g.
-``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``.
+``attention(dim=dim, head_dim=dim // num_heads, num_heads=num_heads, seq_len=seq_len)``, e.g.
+``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``. It returns a core,
+which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``attention_zoo.is_mixer``), which
+takes that wrapper's place as it is.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from attention_zoo import MultiHeadSelfAttention, tie_layers
+from attention_zoo import MultiHeadSelfAttention, is_mixer, tie_layers
 
 EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
@@ -32,18 +34,19 @@ def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
 
 
 class AttentionFactory(Protocol):
-    """Builds one attention core for a layer of the given shapes (``attention_zoo.build_attention``)."""
+    """Builds a layer's attention core or mixer from its shapes (``attention_zoo.build_attention``)."""
 
-    def __call__(self, *, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
+    def __call__(self, *, dim: int, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
 
 
 class EncoderBlock(nn.Module):
-    """Pre-LayerNorm Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim)."""
+    """Pre-LayerNorm Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim). ``attention`` mixes the
+    tokens: ``core`` in a ``MultiHeadSelfAttention``, or ``core`` itself when it is a mixer."""
 
     def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, core: nn.Module) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(dim)
-        self.attention = MultiHeadSelfAttention(dim, num_heads, core, dropout)
+        self.attention = core if is_mixer(core) else MultiHeadSelfAttention(dim, num_heads, core, dropout)
         self.ffn_norm = nn.LayerNorm(dim)
         self.ffn = nn.Sequential(
             nn.Linear(dim, ffn_dim),
@@ -87,11 +90,12 @@ class Encoder(nn.Module):
         for embedding in (self.token_embedding, self.position_embedding):
             nn.init.normal_(embedding.weight, std=EMBEDDING_INIT_STD)
         self.dropout = nn.Dropout(dropout)
-        shapes = {"head_dim": dim // num_heads, "num_heads": num_heads, "seq_len": seq_len}
+        shapes = {"dim": dim, "head_dim": dim // num_heads, "num_heads": num_heads, "seq_len": seq_len}
         self.blocks = nn.ModuleList(
             EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes)) for _ in range(depth)
         )
-        tie_layers([block.attention.core for block in self.blocks])  # cross-layer sharing options
+        cores = [getattr(block.attention, "core", block.attention) for block in self.blocks]
+        tie_layers(cores)  # cross-layer sharing options
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

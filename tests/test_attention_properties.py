@@ -1,4 +1,5 @@
-"""Properties every attention core must have (docs/design.md § The attention contract).
+"""Properties every attention core must have (docs/design.md § The attention contract); the mixers'
+are in tests/test_mixer_properties.py.
 
 Cores that draw randomness in ``forward`` draw it from torch's global RNG, so every call here
 is made under the same seed; a core must give each sequence a result that depends only on
@@ -12,7 +13,7 @@ import torch
 
 import attention_zoo
 
-NAMES = attention_zoo.available()
+NAMES = [name for name in attention_zoo.available() if not attention_zoo.spec(name).mixer]
 HEADS, HEAD_DIM = 2, 16
 # Every core with its defaults, and the non-default options (the papers' code) that change its
 # computation; dropout options are built but, as every core here, evaluated in eval mode.
@@ -51,16 +52,17 @@ def build(name: str, seq: int, **options):
     return core.eval()
 
 
-def test_ten_names_in_registry():
+def test_ten_cores_and_two_mixers_in_registry():
     ten = ["bigbird", "informer", "kernelized", "linformer", "longformer", "nystrom", "performer", "reformer"]
     ten += ["skyformer", "standard"]
     assert sorted(NAMES) == ten
+    assert sorted(set(attention_zoo.available()) - set(NAMES)) == ["mamba", "s4d"]
     for name in NAMES:
         spec = attention_zoo.spec(name)
         assert spec.approximates in (None, *NAMES), name
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", attention_zoo.available())
 def test_unknown_option_lists_valid_ones(name):
     with pytest.raises(ValueError, match="valid options"):
         attention_zoo.build_attention(name, not_an_option=1)
