@@ -28,8 +28,8 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         a = torch.cat([a, torch.ones_like(a[:, :1])], dim=1)
         b = torch.cat([b, torch.zeros_like(b[:, :1])], dim=1)
         return linear_scan(a, b)[:, :length]
-    a_even, a_odd = a[:, 0::2], a[:, 1::2]  # (B, T/2, ...)
-    b_even, b_odd = b[:, 0::2], b[:, 1::2]
+    a_even, a_odd = a.unflatten(1, (-1, 2)).unbind(2)  # (B, T/2, ...) each; backward stacks, no fill
+    b_even, b_odd = b.unflatten(1, (-1, 2)).unbind(2)
     h_odd = linear_scan(a_odd * a_even, torch.addcmul(b_odd, a_odd, b_even))  # h at 1, 3, ...: (B, T/2, ...)
     h_even = torch.cat([b_even[:, :1], torch.addcmul(b_even[:, 1:], a_even[:, 1:], h_odd[:, :-1])], dim=1)
     return torch.stack([h_even, h_odd], dim=2).flatten(1, 2)  # (B, T, ...)

@@ -11,9 +11,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lra.bench import compare, efficiency, fidelity, train_speed
+from lra.bench import authors_ssm, compare, efficiency, fidelity, train_speed
 
-COMMANDS = {"compare": compare, "efficiency": efficiency, "fidelity": fidelity, "train-speed": train_speed}
+COMMANDS = {
+    "compare": compare, "authors-ssm": authors_ssm, "efficiency": efficiency, "fidelity": fidelity,
+    "train-speed": train_speed,
+}  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
