@@ -30,8 +30,16 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
+
+KERNEL_BLOCK = 1024  # kernel positions per Vandermonde block, recomputed in backward
+
+
+def vandermonde(C: torch.Tensor, dtA: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """K_l = 2 Re(Σ_n C_n exp(dtA_n l)): C, dtA (H, N/2) complex, positions (P,) -> (H, P)."""
+    return 2 * torch.einsum("hn,hnl->hl", C, torch.exp(dtA[..., None] * positions)).real
 
 
 def declare_optim(parameter: nn.Parameter, lr: float | None) -> None:
@@ -40,7 +48,9 @@ def declare_optim(parameter: nn.Parameter, lr: float | None) -> None:
 
 
 class S4DKernel(nn.Module):
-    """The convolution kernels of ``channels`` diagonal SSMs: forward(L) -> (channels, L)."""
+    """The convolution kernels of ``channels`` diagonal SSMs: forward(L) -> (channels, L). The
+    (channels, N/2, L) Vandermonde terms exist one block of ``KERNEL_BLOCK`` positions at a time, and
+    backward recomputes them, so the kernel's memory grows as L, not N·L."""
 
     def __init__(
         self, channels: int, d_state: int, init: str, dt_min: float, dt_max: float, lr: float | None
@@ -64,9 +74,11 @@ class S4DKernel(nn.Module):
         C = torch.view_as_complex(self.C)  # (H, N/2)
         A = -torch.exp(self.log_A_real) + 1j * self.A_imag  # (H, N/2)
         dtA = A * dt[:, None]  # (H, N/2)
-        positions = torch.arange(length, device=A.device)
         C = C * (torch.exp(dtA) - 1.0) / A  # ZOH: C·B̄ with B = 1, (H, N/2)
-        return 2 * torch.einsum("hn,hnl->hl", C, torch.exp(dtA[..., None] * positions)).real  # (H, L)
+        blocks = torch.arange(length, device=A.device).split(KERNEL_BLOCK)
+        if len(blocks) == 1 or not torch.is_grad_enabled():
+            return torch.cat([vandermonde(C, dtA, block) for block in blocks], dim=-1)  # (H, L)
+        return torch.cat([checkpoint(vandermonde, C, dtA, b, use_reentrant=False) for b in blocks], dim=-1)
 
 
 class TiedDropout(nn.Module):

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
+from attention_zoo import s4d
 from attention_zoo.scan import chunked_scan, linear_scan
 
 DIM = 8
@@ -114,3 +115,18 @@ def test_the_scan_backward_is_the_gradient():
     )
     inputs = [t.double().requires_grad_(True) for t in (u, delta, A, B, C)]
     assert torch.autograd.gradcheck(lambda *tensors: chunked_scan(*tensors, 4), inputs)
+
+
+def test_s4d_kernel_in_blocks_equals_it_whole_in_value_and_gradient(monkeypatch):
+    torch.manual_seed(0)
+    mixer = attention_zoo.build_attention("s4d", dim=DIM, seq_len=64)
+    x, mask = padded_inputs()
+    results = []
+    for block in (1024, 7):  # one block; blocks of 7 positions, recomputed in backward
+        monkeypatch.setattr(s4d, "KERNEL_BLOCK", block)
+        mixer.zero_grad()
+        out = mixer(x, mask)
+        out.square().sum().backward()
+        results.append([out.detach(), *(p.grad.clone() for p in mixer.parameters())])
+    for whole, blocked in zip(*results, strict=True):
+        torch.testing.assert_close(blocked, whole, atol=1e-5, rtol=1e-5)
