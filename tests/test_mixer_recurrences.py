@@ -117,16 +117,10 @@ def test_the_scan_backward_is_the_gradient():
     assert torch.autograd.gradcheck(lambda *tensors: chunked_scan(*tensors, 4), inputs)
 
 
-def test_s4d_kernel_in_blocks_equals_it_whole_in_value_and_gradient(monkeypatch):
-    torch.manual_seed(0)
-    mixer = attention_zoo.build_attention("s4d", dim=DIM, seq_len=64)
-    x, mask = padded_inputs()
-    results = []
-    for block in (1024, 7):  # one block; blocks of 7 positions, recomputed in backward
-        monkeypatch.setattr(s4d, "KERNEL_BLOCK", block)
-        mixer.zero_grad()
-        out = mixer(x, mask)
-        out.square().sum().backward()
-        results.append([out.detach(), *(p.grad.clone() for p in mixer.parameters())])
-    for whole, blocked in zip(*results, strict=True):
-        torch.testing.assert_close(blocked, whole, atol=1e-5, rtol=1e-5)
+@pytest.mark.parametrize("length", [1, 2, 5, 64, 1000, 4099])
+def test_s4d_kernel_in_blocks_equals_the_vandermonde_product(length):
+    gen = torch.Generator().manual_seed(length)
+    C = torch.randn(3, 4, dtype=torch.cfloat, generator=gen)  # (H, N/2)
+    dtA = torch.complex(-0.01 * torch.rand(3, 4, generator=gen), 0.05 * torch.rand(3, 4, generator=gen))
+    direct = 2 * torch.einsum("hn,hnl->hl", C, torch.exp(dtA[..., None] * torch.arange(length))).real
+    torch.testing.assert_close(s4d.vandermonde(C, dtA, length), direct, atol=1e-5, rtol=1e-5)
