@@ -48,6 +48,7 @@ def vandermonde(C: torch.Tensor, dtA: torch.Tensor, length: int) -> torch.Tensor
     sum over n is a real matrix product of (H, N/2, L/b) by (H, N/2, b) terms: no (H, N/2, L) tensor
     is formed, and no complex exp (many times slower than real ones on a CPU) is taken.
     """
+    C, dtA = C.to(torch.complex128), dtA.to(torch.complex128)  # large phases l·Im(dtA) in float64
     block = 1 << math.ceil(math.log2(length) / 2)  # b: a power of two near √L
     starts = torch.arange(0, length, block, device=dtA.device)  # b·m: (M,)
     inner_real, inner_imag = powers(dtA, torch.arange(block, device=dtA.device))  # exp(dtA j): (H, N/2, b)
@@ -55,7 +56,7 @@ def vandermonde(C: torch.Tensor, dtA: torch.Tensor, length: int) -> torch.Tensor
     real = C.real[..., None] * outer_real - C.imag[..., None] * outer_imag  # Re(C exp(dtA b m))
     imag = C.real[..., None] * outer_imag + C.imag[..., None] * outer_real  # Im(C exp(dtA b m))
     K = torch.einsum("hnm,hnj->hmj", real, inner_real) - torch.einsum("hnm,hnj->hmj", imag, inner_imag)
-    return 2 * K.flatten(1)[:, :length]  # (H, L)
+    return 2 * K.flatten(1)[:, :length].float()  # (H, L)
 
 
 def declare_optim(parameter: nn.Parameter, lr: float | None) -> None:
