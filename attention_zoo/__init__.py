@@ -2,10 +2,13 @@
 
     core = attention_zoo.build_attention("nystrom", head_dim=32, num_heads=2, seq_len=1024)
     out = core(q, k, v, mask)   # (batch, heads, seq, head_dim), mask (batch, seq) bool or None
+    mixer = attention_zoo.build_attention("s4d", dim=64, seq_len=1024)
+    out = mixer(x, mask)        # (batch, seq, dim): in place of the whole multi-head attention
 
 Importing the package imports every module in it, and each core's module registers it with
-``@register_attention``: a new core is one new file here. Then the cores of other installed packages
-are loaded through the ``lra.attentions`` entry point group (``attention_zoo.plugins``).
+``@register_attention`` (a mixer's with ``@register_mixer``): a new core is one new file here. Then
+the cores of other installed packages are loaded through the ``lra.attentions`` entry point group
+(``attention_zoo.plugins``).
 ``available()`` lists their names. Pure PyTorch: nothing here imports Lightning, Hydra or ``lra``.
 """
 
@@ -18,7 +21,9 @@ from attention_zoo.registry import (
     AttentionSpec,
     available,
     build_attention,
+    is_mixer,
     register_attention,
+    register_mixer,
     spec,
     tie_layers,
 )
@@ -32,7 +37,9 @@ __all__ = [
     "MultiHeadSelfAttention",
     "available",
     "build_attention",
+    "is_mixer",
     "register_attention",
+    "register_mixer",
     "spec",
     "tie_layers",
 ]

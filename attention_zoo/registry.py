@@ -1,12 +1,14 @@
-"""The attention registry: a decorator that records each core with its options and capabilities.
+"""The attention registry: decorators that record each core and each mixer with its options.
 
 A core is an ``nn.Module`` whose constructor takes ``head_dim``, ``num_heads`` and ``seq_len``
 (keyword-only, given by the model that holds it) plus its own options, each with its paper's
-default and a type annotation. The registry reads the options, defaults and annotations from the
-constructor's signature, so a core states each of them exactly once, and ``build_attention``
-validates every value against its annotation before the core is built (the option types are
-listed above ``PositiveInt``). ``OptionType`` is the one validator of the project: the harness checks
-its own config keys with it too (``lra.checks``).
+default and a type annotation; ``@register_attention`` records it. A mixer takes the place of the
+whole multi-head attention, ``(x, mask) -> out`` on ``(batch, seq, dim)``: its constructor takes
+``dim`` and ``seq_len`` and its options, and ``@register_mixer`` records it. The registry reads the
+options, defaults and annotations from the constructor's signature, so each is stated exactly once,
+and ``build_attention`` validates every value against its annotation before the core or mixer is
+built (the option types are listed above ``PositiveInt``). ``OptionType`` is the one validator of
+the project: the harness checks its own config keys with it too (``lra.checks``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Annotated, Any, Literal, Union
 
 from torch import nn
 
-SHAPE_ARGUMENTS = ("head_dim", "num_heads", "seq_len")
+CORE_SHAPES = ("head_dim", "num_heads", "seq_len")
+MIXER_SHAPES = ("dim", "seq_len")
+SHAPE_ARGUMENTS = ("dim", "head_dim", "num_heads", "seq_len")  # every shape a model passes
 NOUNS = {int: "integer", float: "number", bool: "boolean (true or false)", str: "string"}
 
 
@@ -61,16 +65,23 @@ class Odd:
     """An odd integer."""
 
 
+@dataclass(frozen=True)
+class Even:
+    """An even integer."""
+
+
 # The option types a core's constructor annotates its options with, e.g.
 #     num_landmarks: PositiveInt = 64             # an integer >= 1 (bool rejected)
 #     conv_kernel_size: OddPositiveInt | None = 35
+#     d_state: EvenPositiveInt = 64               # an even integer >= 2
 #     ridge: PositiveFloat = 0.1                  # a number > 0 (an int is accepted and made float)
 #     attention_dropout: Probability = 0.0        # a number in [0, 1)
 #     layout: Literal["a", "b"] = "a"             # one of the listed strings
-# ``Annotated[int, Bounds(...)]`` (and ``Odd()``) declares other ranges.
+# ``Annotated[int, Bounds(...)]`` (and ``Odd()``, ``Even()``) declares other ranges.
 PositiveInt = Annotated[int, Bounds(low=1)]
 NonNegativeInt = Annotated[int, Bounds(low=0)]
 OddPositiveInt = Annotated[int, Bounds(low=1), Odd()]
+EvenPositiveInt = Annotated[int, Bounds(low=2), Even()]
 PositiveFloat = Annotated[float, Bounds(low=0, low_open=True)]
 NonNegativeFloat = Annotated[float, Bounds(low=0)]
 Probability = Annotated[float, Bounds(low=0, high=1, high_open=True)]
@@ -85,6 +96,7 @@ class OptionType:
     bounds: tuple[Bounds, ...] = ()
     odd: bool = False
     nullable: bool = False
+    even: bool = False
 
     @classmethod
     def of(cls, annotation: Any) -> OptionType:
@@ -105,7 +117,8 @@ class OptionType:
             raise TypeError(f"unsupported option annotation {annotation!r} (int, float, bool, str, Literal)")
         bounds = tuple(extra for extra in extras if isinstance(extra, Bounds))
         odd = any(isinstance(extra, Odd) for extra in extras)
-        return cls(base, bounds, odd, nullable)
+        even = any(isinstance(extra, Even) for extra in extras)
+        return cls(base, bounds, odd, nullable, even)
 
     def describe(self, *, as_override: bool = False) -> str:
         """What is valid, in words: ``an odd integer >= 1 or null``. Choices are quoted as Python
@@ -116,7 +129,8 @@ class OptionType:
             text = "one of " + ", ".join(spell(choice) for choice in self.base)
         else:
             noun = NOUNS[self.base]
-            text = ("an odd " if self.odd else "an " if noun[0] in "aeiou" else "a ") + noun
+            parity = "an odd " if self.odd else "an even " if self.even else ""
+            text = (parity or ("an " if noun[0] in "aeiou" else "a ")) + noun
             text = " ".join([text, *(bound.describe() for bound in self.bounds)])
         return text + (" or null" if self.nullable else "")
 
@@ -132,7 +146,8 @@ class OptionType:
             valid = isinstance(value, self.base)
         if not valid or (isinstance(value, bool) and self.base is not bool):
             return False
-        return all(bound.admits(value) for bound in self.bounds) and not (self.odd and value % 2 == 0)
+        parity_ok = not (self.odd and value % 2 == 0) and not (self.even and value % 2 == 1)
+        return all(bound.admits(value) for bound in self.bounds) and parity_ok
 
     def check(self, value: Any) -> Any:
         """``value`` as the option's type, or ``ValueError`` (the caller adds the names)."""
@@ -146,16 +161,18 @@ SHAPE_TYPE = OptionType.of(PositiveInt)
 
 @dataclass(frozen=True)
 class AttentionSpec:
-    """What the registry knows of one core.
+    """What the registry knows of one core or mixer.
 
     Attributes:
-        name: registry name (``standard``, ``nystrom``, ...).
-        cls: the core's class.
+        name: registry name (``standard``, ``nystrom``, ``s4d``, ...).
+        cls: the core's (or mixer's) class.
         options: option name -> paper default (shape arguments excluded).
         option_types: option name -> what it accepts (from the constructor's annotations).
-        approximates: name of the exact attention this core approximates, or None if it is exact.
+        approximates: name of the exact attention this core approximates, or None if it is exact
+            (a mixer approximates nothing).
         budget_option: the option that a shared ``features`` budget sets (landmarks, projection
-            dimension, random features), or None when the core has no such size.
+            dimension, random features, state size), or None when it has no such size.
+        mixer: True for a mixer (it replaces multi-head attention), False for a core.
     """
 
     name: str
@@ -164,6 +181,12 @@ class AttentionSpec:
     option_types: dict[str, OptionType]
     approximates: str | None
     budget_option: str | None
+    mixer: bool = False
+
+    @property
+    def shapes(self) -> tuple[str, ...]:
+        """The shape arguments its constructor takes from the model."""
+        return MIXER_SHAPES if self.mixer else CORE_SHAPES
 
     def checked(self, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` validated against their types: a ``ValueError`` naming the core, the option,
@@ -185,16 +208,16 @@ class AttentionSpec:
 _REGISTRY: dict[str, AttentionSpec] = {}
 
 
-def register_attention(
-    name: str, *, approximates: str | None = None, budget_option: str | None = None
+def register(
+    name: str, shapes: tuple[str, ...], approximates: str | None, budget_option: str | None
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
-    """Class decorator that adds a core to the registry under ``name``."""
+    """The class decorator of ``register_attention`` (``shapes``: ``CORE_SHAPES``) and ``register_mixer``."""
 
     def decorate(cls: type[nn.Module]) -> type[nn.Module]:
         if name in _REGISTRY:
             raise ValueError(f"attention {name!r} is registered twice")
         params = inspect.signature(cls.__init__).parameters
-        missing = [arg for arg in SHAPE_ARGUMENTS if arg not in params]
+        missing = [arg for arg in shapes if arg not in params]
         if missing:
             raise TypeError(f"{cls.__name__}.__init__ must accept {missing}")
         hints = typing.get_type_hints(cls.__init__, include_extras=True)
@@ -209,14 +232,31 @@ def register_attention(
         types_ = {option: OptionType.of(hints[option]) for option in options}
         if budget_option is not None and budget_option not in options:
             raise TypeError(f"{cls.__name__}: budget option {budget_option!r} is not one of its options")
-        _REGISTRY[name] = AttentionSpec(name, cls, options, types_, approximates, budget_option)
+        mixer = shapes == MIXER_SHAPES
+        _REGISTRY[name] = AttentionSpec(name, cls, options, types_, approximates, budget_option, mixer)
         return cls
 
     return decorate
 
 
+def register_attention(
+    name: str, *, approximates: str | None = None, budget_option: str | None = None
+) -> Callable[[type[nn.Module]], type[nn.Module]]:
+    """Class decorator that adds a core to the registry under ``name``."""
+    return register(name, CORE_SHAPES, approximates, budget_option)
+
+
+def register_mixer(
+    name: str, *, budget_option: str | None = None
+) -> Callable[[type[nn.Module]], type[nn.Module]]:
+    """Class decorator that adds a mixer to the registry under ``name``: its constructor takes ``dim``
+    and ``seq_len`` (keyword-only) and its options; ``forward(x, mask)`` maps (batch, seq, dim) and a
+    (batch, seq) bool mask (True = real token) or None to (batch, seq, dim)."""
+    return register(name, MIXER_SHAPES, None, budget_option)
+
+
 def available() -> list[str]:
-    """Names of every registered attention, in registration order."""
+    """Names of every registered attention (cores and mixers), in registration order."""
     return list(_REGISTRY)
 
 
@@ -229,17 +269,30 @@ def spec(name: str) -> AttentionSpec:
 
 
 def build_attention(
-    name: str, head_dim: int = 32, num_heads: int = 2, seq_len: int = 1024, **options: Any
+    name: str,
+    head_dim: int = 32,
+    num_heads: int = 2,
+    seq_len: int = 1024,
+    dim: int | None = None,
+    **options: Any,
 ) -> nn.Module:
-    """Build the core ``name``: ``core(q, k, v, mask) -> out``.
+    """Build the core or mixer ``name`` from the model's shapes and its options.
 
-    q, k, v: (batch, heads, seq, head_dim) float; mask: (batch, seq) bool, True = real token,
-    or None; out: (batch, heads, seq, head_dim). Unknown names or options, and values their
-    annotation rejects, raise ``ValueError``.
+    A core: ``core(q, k, v, mask) -> out``, q, k, v and out (batch, heads, seq, head_dim). A mixer
+    (built from ``dim``, the model width, default ``head_dim * num_heads``, and ``seq_len``):
+    ``mixer(x, mask) -> out``, x and out (batch, seq, dim). mask: (batch, seq) bool, True = real
+    token, or None. Unknown names or options, and values their annotation rejects, raise ``ValueError``.
     """
     entry = spec(name)
-    arguments = entry.checked({"head_dim": head_dim, "num_heads": num_heads, "seq_len": seq_len, **options})
+    shapes = {"dim": head_dim * num_heads if dim is None else dim, "head_dim": head_dim}
+    shapes |= {"num_heads": num_heads, "seq_len": seq_len}
+    arguments = entry.checked({**{shape: shapes[shape] for shape in entry.shapes}, **options})
     return entry.cls(**arguments)
+
+
+def is_mixer(module: nn.Module) -> bool:
+    """Whether ``module`` is a registered mixer (it replaces multi-head attention), not a core."""
+    return any(entry.mixer and type(module) is entry.cls for entry in _REGISTRY.values())
 
 
 def tie_layers(cores: Sequence[nn.Module]) -> None:

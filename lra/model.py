@@ -9,8 +9,10 @@ positions, or the first position's state: the CLS token's when there is one); an
 (``dual_features="nli"``) or ``[u, v]`` (``"concat"``, the LRA code's).
 
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
-``attention(head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)``, e.g.
-``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``.
+``attention(dim=dim, head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)``, e.g.
+``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``. It returns a core,
+which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``attention_zoo.is_mixer``), which
+takes that wrapper's place as it is.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from attention_zoo import MultiHeadSelfAttention, tie_layers
+from attention_zoo import MultiHeadSelfAttention, is_mixer, tie_layers
 
 EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
@@ -47,13 +49,14 @@ def sinusoids(positions: int, dim: int) -> torch.Tensor:
 
 
 class AttentionFactory(Protocol):
-    """Builds one attention core for a layer of the given shapes (``attention_zoo.build_attention``)."""
+    """Builds a layer's attention core or mixer from its shapes (``attention_zoo.build_attention``)."""
 
-    def __call__(self, *, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
+    def __call__(self, *, dim: int, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
 
 
 class EncoderBlock(nn.Module):
-    """Pre-LayerNorm Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim)."""
+    """Pre-LayerNorm Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim). ``attention`` mixes the
+    tokens: ``core`` in a ``MultiHeadSelfAttention``, or ``core`` itself when it is a mixer."""
 
     def __init__(
         self,
@@ -67,7 +70,11 @@ class EncoderBlock(nn.Module):
     ) -> None:
         super().__init__()
         self.attention_norm = nn.LayerNorm(dim)
-        self.attention = MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias)
+        self.attention = (
+            core
+            if is_mixer(core)
+            else MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias)
+        )
         self.ffn_norm = nn.LayerNorm(dim)
         self.ffn = nn.Sequential(
             nn.Linear(dim, ffn_dim),
@@ -153,12 +160,18 @@ class Encoder(nn.Module):
             self.register_buffer("position_table", sinusoids(positions, dim), persistent=False)
         self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if cls_token else None
         self.dropout = nn.Dropout(dropout)
-        shapes = {"head_dim": qkv_width // num_heads, "num_heads": num_heads, "seq_len": positions}
+        shapes = {
+            "dim": dim,
+            "head_dim": qkv_width // num_heads,
+            "num_heads": num_heads,
+            "seq_len": positions,
+        }
         self.blocks = nn.ModuleList(
             EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes), qkv_dim, qkv_bias)
             for _ in range(depth)
         )
-        tie_layers([block.attention.core for block in self.blocks])  # cross-layer sharing options
+        cores = [getattr(block.attention, "core", block.attention) for block in self.blocks]
+        tie_layers(cores)  # cross-layer sharing options
         self.norm = nn.LayerNorm(dim)
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

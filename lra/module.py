@@ -20,6 +20,21 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-6
 
 
+def parameter_groups(module: nn.Module) -> list[dict[str, Any]]:
+    """AdamW's parameter groups: one of every parameter at the run's settings, then one per distinct
+    ``_optim`` dict that parameters declare (its ``lr`` and ``weight_decay`` replace the run's; the
+    S4 repository's convention, which the SSM mixers and any plugin may follow)."""
+    ordinary: list[nn.Parameter] = []
+    declared: dict[tuple[tuple[str, Any], ...], list[nn.Parameter]] = {}
+    for parameter in module.parameters():
+        settings = getattr(parameter, "_optim", None)
+        if settings:
+            declared.setdefault(tuple(sorted(settings.items())), []).append(parameter)
+        else:
+            ordinary.append(parameter)
+    return [{"params": ordinary}, *({"params": group, **dict(key)} for key, group in declared.items())]
+
+
 def adamw_with_schedule(
     module: nn.Module,
     lr: float,
@@ -30,14 +45,15 @@ def adamw_with_schedule(
     betas: tuple[float, float] = ADAM_BETAS,
     eps: float = ADAM_EPS,
 ) -> dict[str, Any]:
-    """What ``configure_optimizers`` returns: AdamW over ``module``'s parameters and the schedule
-    ``schedule`` of ``lra.schedules``, stepped after every optimizer step.
+    """What ``configure_optimizers`` returns: AdamW over ``module``'s ``parameter_groups`` and the
+    schedule ``schedule`` of ``lra.schedules`` (each group on its own learning rate), stepped after
+    every optimizer step.
 
     AdamW's decay ``p ← p − lr_t · weight_decay · p`` is decoupled from the gradient's moments and
     scaled by the scheduled rate ``lr_t``: the update of Flax's ``optim.Adam(weight_decay=...)`` too,
     which the LRA code trains with."""
     optimizer = torch.optim.AdamW(
-        module.parameters(), lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay
+        parameter_groups(module), lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay
     )
     scheduler = build_schedule(schedule, optimizer, lr, warmup_steps, max_steps)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

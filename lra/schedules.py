@@ -15,9 +15,10 @@ optimizer step.
   In both, ``s`` counts optimizer steps from 0, so the first step of a warm-up has learning rate 0,
   as in that code (Flax's optimizer step).
 - ``one_cycle`` (the Skyformer and Nyströmformer authors' code): torch's ``OneCycleLR`` with
-  ``max_lr = lr``, ``pct_start = warmup / total``, linear annealing and its other defaults: from
-  ``lr / 25`` up to ``lr`` at step ``warmup``, then down to ``lr / (25 · 10⁴)`` at ``total``; with
-  ``cycle_momentum`` it also moves AdamW's β₁ from 0.95 down to 0.85 at the peak and back to 0.95.
+  ``max_lr = lr`` (each parameter group's own), ``pct_start = warmup / total``, linear annealing and
+  its other defaults: from ``lr / 25`` up to ``lr`` at step ``warmup``, then down to
+  ``lr / (25 · 10⁴)`` at ``total``; with ``cycle_momentum`` it also moves AdamW's β₁ from 0.95 down
+  to 0.85 at the peak and back to 0.95.
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ def warmup_cosine(optimizer: Optimizer, lr: float, warmup: int, total: int) -> L
 
 def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
     """``OneCycleLR`` as the authors configure it (see the module docstring); needs ``warmup <= total``."""
+    peaks = [group["lr"] for group in optimizer.param_groups]  # ``lr``, or what a group declares
     return OneCycleLR(
-        optimizer, max_lr=lr, total_steps=total, pct_start=warmup / total, anneal_strategy="linear"
+        optimizer, max_lr=peaks, total_steps=total, pct_start=warmup / total, anneal_strategy="linear"
     )
 
 

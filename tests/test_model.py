@@ -63,7 +63,7 @@ def test_each_layer_gets_its_own_core_built_with_the_model_shapes():
     )
     cores = [block.attention.core for block in model.encoder.blocks]
     assert len(calls) == 3 and len({id(core) for core in cores}) == 3
-    assert calls == [{"head_dim": 16, "num_heads": 3, "seq_len": SEQ}] * 3
+    assert calls == [{"dim": 48, "head_dim": 16, "num_heads": 3, "seq_len": SEQ}] * 3
 
 
 def test_dim_not_divisible_by_heads_is_an_error():

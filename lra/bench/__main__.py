@@ -11,17 +11,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lra.bench import compare, efficiency, fidelity, train_speed
+from lra.bench import authors_ssm, compare, efficiency, fidelity, train_speed
 from lra.errors import OutputFolderError
 
-COMMANDS = {"compare": compare, "efficiency": efficiency, "fidelity": fidelity, "train-speed": train_speed}
+COMMANDS = {
+    "compare": compare,
+    "authors-ssm": authors_ssm,
+    "efficiency": efficiency,
+    "fidelity": fidelity,
+    "train-speed": train_speed,
+}
 # What --help prints: one example per command, for users.
-DESCRIPTION = "Benchmarks of the attention cores: time, memory and accuracy of the approximation."
+DESCRIPTION = "Benchmarks of the attention cores and mixers: time, memory and accuracy of the approximation."
 EXAMPLES = {
     "efficiency": "python -m lra.bench efficiency --attentions standard nystrom --lengths 512 1024",
     "fidelity": "python -m lra.bench fidelity --lengths 256 512 --budgets 32 64",
     "train-speed": "python -m lra.bench train-speed --tasks listops --attentions standard nystrom",
     "compare": "python -m lra.bench compare --against authors --authors-code ~/Skyformer",
+    "authors-ssm": "python -m lra.bench authors-ssm --s4-code ~/s4 --mamba-code ~/mamba-minimal",
 }
 GUIDE = "docs/benchmarks.md says what each command measures and writes."
 

@@ -2,8 +2,9 @@
 ``Measurement`` row, and the sweep over lengths that skips what cannot finish.
 
 Cores: the registry's, and ``naive``: the papers' Transformer, softmax with the (seq, seq) scores held
-(``standard`` may run a fused kernel that never holds them). Workloads (``scope``): ``layer`` =
-forward+backward of one ``MultiHeadSelfAttention`` on (batch, n, dim); ``encoder`` = the same of
+(``standard`` may run a fused kernel that never holds them); the registry's mixers take the place of
+the whole ``MultiHeadSelfAttention``. Workloads (``scope``): ``layer`` = forward+backward of one
+``MultiHeadSelfAttention`` (or mixer) on (batch, n, dim); ``encoder`` = the same of
 ``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy loss; ``inference`` = one layer's
 forward in eval mode. Each step is built after one at ``PRIME_SEQ_LEN`` tokens, so that one-time costs
 (kernel code paged in, thread pools, allocator arenas) are paid before the memory probe starts.
@@ -57,14 +58,17 @@ def bench_names() -> list[str]:
     return [*attention_zoo.available(), *BENCH_CORES]
 
 
-def build_core(name: str, head_dim: int, num_heads: int, seq_len: int, **options) -> nn.Module:
-    """A registry core or a bench-local baseline: ``core(q, k, v, mask) -> out`` (B, H, N, D)."""
+def build_core(
+    name: str, head_dim: int, num_heads: int, seq_len: int, dim: int | None = None, **options
+) -> nn.Module:
+    """A registry core or mixer, or a bench-local baseline: ``core(q, k, v, mask) -> out`` (B, H, N, D),
+    or a mixer of width ``dim`` (default ``head_dim * num_heads``)."""
     if name in BENCH_CORES:
         if options:
             raise ValueError(f"benchmark baseline {name!r} takes no options, got {sorted(options)}")
         return BENCH_CORES[name](head_dim=head_dim, num_heads=num_heads, seq_len=seq_len)
     return attention_zoo.build_attention(
-        name, head_dim=head_dim, num_heads=num_heads, seq_len=seq_len, **options
+        name, head_dim=head_dim, num_heads=num_heads, seq_len=seq_len, dim=dim, **options
     )
 
 
@@ -118,11 +122,13 @@ class Measurement:
         )  # fmt: skip
 
 
-def build_layer(config: BenchConfig, device: torch.device) -> attention_zoo.MultiHeadSelfAttention:
-    core = build_core(
-        config.attention, config.dim // config.heads, config.heads, config.seq_len, **config.options
-    )
-    return attention_zoo.MultiHeadSelfAttention(config.dim, config.heads, core).to(device)
+def build_layer(config: BenchConfig, device: torch.device) -> nn.Module:
+    """The layer that mixes the tokens: (batch, n, dim) -> (batch, n, dim), a core in its
+    ``MultiHeadSelfAttention`` or a mixer as it is."""
+    heads, dim = config.heads, config.dim
+    core = build_core(config.attention, dim // heads, heads, config.seq_len, dim, **config.options)
+    layer = core if attention_zoo.is_mixer(core) else attention_zoo.MultiHeadSelfAttention(dim, heads, core)
+    return layer.to(device)
 
 
 def layer_step(config: BenchConfig, device: torch.device) -> Step:

@@ -47,8 +47,14 @@ def relative_spectral_error(approx: torch.Tensor, exact: torch.Tensor) -> torch.
 def measured_cores(
     overrides: dict[str, dict[str, object]], head_dim: int, heads: int
 ) -> tuple[list[str], list[str]]:
-    """(approximate cores to measure, notes on those left out: cores with trainable parameters)."""
+    """(approximate cores to measure, notes on those left out: cores with trainable parameters, and one
+    line for the mixers, which approximate nothing)."""
     measured, left_out = [], []
+    mixers = [f"`{name}`" for name in attention_zoo.available() if attention_zoo.spec(name).mixer]
+    if mixers:
+        left_out.append(
+            f"{', '.join(mixers)}: mixers in place of the whole attention, they approximate nothing"
+        )
     for name in [name for name in attention_zoo.available() if attention_zoo.spec(name).approximates]:
         options = overrides.get(name, {})
         core = attention_zoo.build_attention(name, head_dim=head_dim, num_heads=heads, seq_len=64, **options)

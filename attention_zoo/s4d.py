@@ -1,0 +1,157 @@
+"""S4D (Gu, Gupta, Goel and Ré, NeurIPS 2022): the diagonal state-space layer of state-spaces/s4's
+``models/s4/s4d.py``, as a mixer in place of multi-head attention.
+
+Each of the ``dim`` channels is a diagonal SSM with ``d_state / 2`` complex modes (conjugate pairs, so
+a state of ``d_state`` real numbers): ``A = -exp(log_A_real) + i·A_imag``, S4D-Lin (``A_imag = π n``)
+or S4D-Inv (``A_imag = (N/π)(N/(2n+1) - 1)``), real part -1/2; a learned step ``dt = exp(log_dt)``
+drawn log-uniformly in [dt_min, dt_max]; B = 1 and C complex. ZOH discretisation gives the kernel
+``K_l = 2 Re(Σ_n C_n (exp(dt A_n) - 1) / A_n · exp(dt A_n l))`` (a Vandermonde product), applied as
+an FFT convolution padded to 2L so that nothing wraps around; then the D skip, GELU, dropout and a
+position-wise ``Conv1d(dim, 2·dim, 1)`` with GLU.
+
+``bidirectional`` (the S4 repository's LRA configs): a second SSM per channel whose kernel runs over
+the reversed sequence, and the two are summed into one two-sided kernel per channel, as the S4
+repository's ``fftconv.py`` does (channels are summed, not split): ``y_t = Σ_{s<=t} K_{t-s} u_s +
+Σ_{s>t} K'_{s-t-1} u_s`` (the reverse kernel starts one step ahead, as theirs does, so the D skip
+alone carries ``u_t``). Padded positions are zeroed before the convolution, so they reach no real
+position from either side; the reverse direction then equals the SSM run over each sequence reversed
+within its own length.
+
+``A`` and ``dt`` are trained at their own learning rate ``lr`` without weight decay, declared on
+the parameters as ``_optim`` (the S4 repository's convention, read by ``lra.module``); C and D are
+ordinary parameters, as in s4d.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
+
+
+def powers(dtA: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """exp(dtA l) in real and imaginary parts: dtA (H, N/2) complex, positions (P,) -> 2 × (H, N/2, P)."""
+    magnitude = torch.exp(dtA.real[..., None] * positions)  # (H, N/2, P)
+    angle = dtA.imag[..., None] * positions  # (H, N/2, P)
+    return magnitude * torch.cos(angle), magnitude * torch.sin(angle)
+
+
+def vandermonde(C: torch.Tensor, dtA: torch.Tensor, length: int) -> torch.Tensor:
+    """K_l = 2 Re(Σ_n C_n exp(dtA_n l)) for l < length: C, dtA (H, N/2) complex -> (H, length).
+
+    Positions are split as l = b·m + j with b ≈ √L, and exp(dtA l) = exp(dtA b m)·exp(dtA j), so the
+    sum over n is a real matrix product of (H, N/2, L/b) by (H, N/2, b) terms: no (H, N/2, L) tensor
+    is formed, and no complex exp (many times slower than real ones on a CPU) is taken.
+    """
+    C, dtA = C.to(torch.complex128), dtA.to(torch.complex128)  # large phases l·Im(dtA) in float64
+    block = 1 << math.ceil(math.log2(length) / 2)  # b: a power of two near √L
+    starts = torch.arange(0, length, block, device=dtA.device)  # b·m: (M,)
+    inner_real, inner_imag = powers(dtA, torch.arange(block, device=dtA.device))  # exp(dtA j): (H, N/2, b)
+    outer_real, outer_imag = powers(dtA, starts)  # exp(dtA b m): (H, N/2, M)
+    real = C.real[..., None] * outer_real - C.imag[..., None] * outer_imag  # Re(C exp(dtA b m))
+    imag = C.real[..., None] * outer_imag + C.imag[..., None] * outer_real  # Im(C exp(dtA b m))
+    K = torch.einsum("hnm,hnj->hmj", real, inner_real) - torch.einsum("hnm,hnj->hmj", imag, inner_imag)
+    return 2 * K.flatten(1)[:, :length].float()  # (H, L)
+
+
+def declare_optim(parameter: nn.Parameter, lr: float | None) -> None:
+    """Train ``parameter`` without weight decay, at learning rate ``lr`` (None: the run's)."""
+    parameter._optim = {"weight_decay": 0.0} | ({} if lr is None else {"lr": lr})
+
+
+class S4DKernel(nn.Module):
+    """The convolution kernels of ``channels`` diagonal SSMs: forward(L) -> (channels, L)."""
+
+    def __init__(
+        self, channels: int, d_state: int, init: str, dt_min: float, dt_max: float, lr: float | None
+    ) -> None:
+        super().__init__()
+        modes = d_state // 2
+        log_dt = torch.rand(channels) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)  # (H,)
+        n = torch.arange(modes, dtype=torch.float32).expand(channels, modes)  # (H, N/2)
+        A_imag = math.pi * n if init == "lin" else d_state / math.pi * (d_state / (2 * n + 1) - 1)
+        self.C = nn.Parameter(
+            torch.view_as_real(torch.randn(channels, modes, dtype=torch.cfloat))
+        )  # (H, N/2, 2)
+        self.log_dt = nn.Parameter(log_dt)
+        self.log_A_real = nn.Parameter(torch.full((channels, modes), math.log(0.5)))  # (H, N/2)
+        self.A_imag = nn.Parameter(A_imag.clone())  # (H, N/2)
+        for parameter in (self.log_dt, self.log_A_real, self.A_imag):
+            declare_optim(parameter, lr)
+
+    def forward(self, length: int) -> torch.Tensor:
+        dt = torch.exp(self.log_dt)  # (H,)
+        C = torch.view_as_complex(self.C)  # (H, N/2)
+        A = -torch.exp(self.log_A_real) + 1j * self.A_imag  # (H, N/2)
+        dtA = A * dt[:, None]  # (H, N/2)
+        C = C * (torch.exp(dtA) - 1.0) / A  # ZOH: C·B̄ with B = 1, (H, N/2)
+        return vandermonde(C, dtA, length)  # (H, L)
+
+
+class TiedDropout(nn.Module):
+    """Dropout of whole channels, the same mask at every position (s4d.py's DropoutNd): (B, H, L)."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        keep = torch.rand(x.shape[:-1], device=x.device)[..., None] >= self.p  # (B, H, 1)
+        return x * keep / (1 - self.p)
+
+
+@register_mixer("s4d", budget_option="d_state")
+class S4D(nn.Module):
+    """S4D as a mixer (module docstring): x (B, L, dim), mask (B, L) bool or None -> (B, L, dim)."""
+
+    def __init__(
+        self,
+        *,
+        dim: int,
+        seq_len: int,
+        d_state: EvenPositiveInt = 64,
+        init: Literal["lin", "inv"] = "lin",
+        dt_min: PositiveFloat = 0.001,
+        dt_max: PositiveFloat = 0.1,
+        lr: PositiveFloat | None = 0.001,
+        bidirectional: bool = True,
+        dropout: Probability = 0.0,
+    ) -> None:
+        super().__init__()
+        if dt_min > dt_max:
+            raise ValueError(f"attention 's4d': dt_min ({dt_min}) must be at most dt_max ({dt_max})")
+        self.dim = dim
+        self.bidirectional = bidirectional
+        self.D = nn.Parameter(torch.randn(dim))
+        self.kernel = S4DKernel((2 if bidirectional else 1) * dim, d_state, init, dt_min, dt_max, lr)
+        self.dropout = TiedDropout(dropout)
+        self.output_linear = nn.Conv1d(dim, 2 * dim, kernel_size=1)
+
+    def convolution_kernel(self, length: int) -> torch.Tensor:
+        """The kernel over lags 0..L-1, then (bidirectional) lags -L..-1: (dim, L) or (dim, 2L)."""
+        k = self.kernel(length)  # (S·dim, L)
+        if not self.bidirectional:
+            return k
+        forward, backward = k[: self.dim], k[self.dim :]  # (dim, L) each
+        return F.pad(forward, (0, length)) + F.pad(backward.flip(-1), (length, 0))  # (dim, 2L)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        length = x.shape[1]
+        u = x.transpose(1, 2).float()  # (B, dim, L)
+        if mask is not None:
+            u = u * mask[:, None, :]  # padded positions add nothing to any output
+        k = self.convolution_kernel(length)  # (dim, L) or (dim, 2L)
+        k_f = torch.fft.rfft(k, n=2 * length)  # (dim, L + 1)
+        u_f = torch.fft.rfft(u, n=2 * length)  # (B, dim, L + 1)
+        y = torch.fft.irfft(u_f * k_f, n=2 * length)[..., :length]  # (B, dim, L)
+        y = y + u * self.D[:, None]  # the D skip
+        y = self.dropout(F.gelu(y))  # (B, dim, L)
+        y = F.glu(self.output_linear(y), dim=-2)  # (B, dim, L)
+        return y.transpose(1, 2)  # (B, L, dim)

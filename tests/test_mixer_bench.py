@@ -1,0 +1,46 @@
+"""The benchmarks take the mixers: the efficiency benchmark builds each in place of the whole attention
+layer, and the fidelity benchmark says in one line that they approximate nothing."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from lra.bench.__main__ import main
+from lra.bench.efficiency_measure import BenchConfig, build_layer
+from lra.bench.fidelity_measure import measured_cores
+
+
+@pytest.mark.slow
+def test_efficiency_measures_the_mixers_in_every_scope(tmp_path):
+    argv = [
+        "efficiency",
+        "--attentions",
+        "s4d",
+        "mamba",
+        "--lengths",
+        "64",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+    ]
+    argv += ["--scopes", "layer", "encoder", "inference", "--isolation", "inprocess", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    for scope in ("", "_encoder", "_inference"):
+        with (tmp_path / f"efficiency_cpu{scope}.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        assert [(r["attention"], r["status"]) for r in rows] == [("s4d", "ok"), ("mamba", "ok")]
+
+
+def test_the_layer_of_a_mixer_is_the_mixer():
+    layer = build_layer(BenchConfig("s4d", 32, dim=48, heads=3), "cpu")
+    assert type(layer).__name__ == "S4D" and layer.dim == 48
+
+
+def test_fidelity_leaves_the_mixers_out_in_one_line():
+    measured, left_out = measured_cores({}, head_dim=8, heads=2)
+    assert "s4d" not in measured and "mamba" not in measured
+    lines = [line for line in left_out if "mixers" in line]
+    assert lines == ["`mamba`, `s4d`: mixers in place of the whole attention, they approximate nothing"]
