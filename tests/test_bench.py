@@ -250,6 +250,9 @@ def test_checkpoint_without_its_run_folder_is_a_clear_error(tmp_path):
         checkpoint_core_inputs(stray, None, count=2)
 
 
+REQUIRED_ARGUMENTS = {"compare": ["--against", "authors"], "authors-ssm": ["--s4-code", "a", "--mamba-code", "b"]}
+
+
 def test_every_benchmark_writes_to_the_git_ignored_outputs_bench_unless_told(tmp_path, monkeypatch):
     from lra.bench.__main__ import COMMANDS
     from lra.bench.output import DEFAULT_OUT
@@ -257,7 +260,7 @@ def test_every_benchmark_writes_to_the_git_ignored_outputs_bench_unless_told(tmp
     for name, module in COMMANDS.items():
         parser = argparse.ArgumentParser()
         module.configure(parser)
-        required = ["--against", "authors"] if name == "compare" else []
+        required = REQUIRED_ARGUMENTS.get(name, [])
         assert parser.parse_args(required).out == DEFAULT_OUT == Path("outputs/bench"), name
     ignored = subprocess.run(["git", "check-ignore", "-q", "outputs/bench/efficiency_cpu.md"], cwd=REPO)
     assert ignored.returncode == 0, "outputs/ is not in .gitignore"

@@ -170,7 +170,7 @@ def test_qkv_width_apart_from_the_model_width():
     attention = model.encoder.blocks[0].attention
     assert (attention.qkv.weight.shape, attention.out.weight.shape) == ((48, 32), (32, 16))
     assert attention.qkv.bias is None and attention.out.bias is None
-    assert calls[0] == {"head_dim": 4, "num_heads": 4, "seq_len": SEQ + 1}  # the CLS token is a position
+    assert calls[0] == {"dim": 32, "head_dim": 4, "num_heads": 4, "seq_len": SEQ + 1}  # CLS is a position
     lengths = torch.tensor([SEQ, 5])
     assert model.eval()(random_tokens(2, lengths.tolist()), lengths).shape == (2, 2)
 

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 import attention_zoo
-from lra.bench.output import Outputs
+from lra.bench.output import Outputs, add_out_argument
 from lra.provenance import markdown_table
 
 HELP = "our s4d and mamba against the authors' forward and backward, with the same weights"
@@ -157,7 +157,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--lengths", type=int, nargs="+", default=[256, 1024], help="default: 256 1024")
     add("--batch", type=int, default=2)
     add("--dim", type=int, default=64)
-    add("--out", type=Path, default=Path("results"), help="folder for authors_ssm_cpu.md")
+    add_out_argument(parser, "authors_ssm_cpu.md")
 
 
 def settings_from(args: argparse.Namespace) -> SsmSettings:
