@@ -250,7 +250,10 @@ def test_checkpoint_without_its_run_folder_is_a_clear_error(tmp_path):
         checkpoint_core_inputs(stray, None, count=2)
 
 
-REQUIRED_ARGUMENTS = {"compare": ["--against", "authors"], "authors-ssm": ["--s4-code", "a", "--mamba-code", "b"]}
+REQUIRED_ARGUMENTS = {
+    "compare": ["--against", "authors"],
+    "authors-ssm": ["--s4-code", "a", "--mamba-code", "b"],
+}
 
 
 def test_every_benchmark_writes_to_the_git_ignored_outputs_bench_unless_told(tmp_path, monkeypatch):
