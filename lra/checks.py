@@ -30,6 +30,7 @@ from attention_zoo.registry import (
 )
 from lra.errors import ConfigError
 from lra.loggers import check_loggers
+from lra.model import ACTIVATIONS, NORMS
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
@@ -52,13 +53,21 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.dim": PositiveInt,
     "model.depth": PositiveInt,
     "model.num_heads": PositiveInt,
-    "model.ffn_dim": PositiveInt,
-    "model.classifier_dim": PositiveInt,
+    "model.ffn_dim": NonNegativeInt,
     "model.dropout": Probability,
+    "model.embedding_init_std": PositiveFloat,
+    "model.positions": bool,
+    "model.norm": Literal[tuple(NORMS)],
+    "model.prenorm": bool,
+    "model.mixer_dropout": Probability,
+    "model.decay_norms_biases": bool,
+    "model.classifier_activation": Literal[tuple(ACTIVATIONS)],
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
     "protocol.clip_value": PositiveFloat,
     "protocol.select_after": Probability,
+    "protocol.adam_eps": PositiveFloat,
+    "protocol.schedule_steps": PositiveInt | None,
     "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
     "seed": Seed,
     "num_workers": NonNegativeInt,

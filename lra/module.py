@@ -36,13 +36,20 @@ def parameter_groups(module: nn.Module) -> list[dict[str, Any]]:
 
 
 def adamw_with_schedule(
-    module: nn.Module, lr: float, weight_decay: float, schedule: str, warmup_steps: int, max_steps: int
+    module: nn.Module,
+    lr: float,
+    weight_decay: float,
+    schedule: str,
+    warmup_steps: int,
+    max_steps: int,
+    betas: tuple[float, float] = ADAM_BETAS,
+    eps: float = ADAM_EPS,
 ) -> dict[str, Any]:
     """What ``configure_optimizers`` returns: AdamW over ``module``'s ``parameter_groups`` and the
     schedule ``schedule`` of ``lra.schedules`` (each group on its own learning rate), stepped after
     every optimizer step."""
     optimizer = torch.optim.AdamW(
-        parameter_groups(module), lr=lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=weight_decay
+        parameter_groups(module), lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay
     )
     scheduler = build_schedule(schedule, optimizer, lr, warmup_steps, max_steps)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
@@ -104,7 +111,8 @@ class LRALitModule(L.LightningModule):
     Logs ``train/loss``, ``train/acc``, ``val/loss``, ``val/acc``, ``val/acc_best``, ``test/loss``
     and ``test/acc`` (accuracy: torchmetrics, over the whole split); a test pass with
     ``testing_final_weights`` set logs ``test/loss_final`` and ``test/acc_final`` instead.
-    ``schedule`` names a schedule of ``lra.schedules`` with ``warmup_steps`` and ``max_steps``.
+    ``schedule`` names a schedule of ``lra.schedules`` with ``warmup_steps`` and ``max_steps``;
+    ``betas`` and ``eps`` are AdamW's.
     ``val/acc_best`` counts only the evaluations in the selection window (``in_selection_window``:
     after step ``selectable_after``), which ``lra.callbacks.BestCheckpointInWindow`` also asks to
     choose the checkpoint that is tested. A NaN or infinite training loss raises
@@ -124,6 +132,8 @@ class LRALitModule(L.LightningModule):
         selectable_after: int,
         attention_name: str,
         finite_check_every: int = 50,
+        betas: tuple[float, float] = ADAM_BETAS,
+        eps: float = ADAM_EPS,
     ) -> None:
         super().__init__()
         self.model = model
@@ -132,6 +142,8 @@ class LRALitModule(L.LightningModule):
         self.warmup_steps = warmup_steps
         self.max_steps = max_steps
         self.schedule = schedule
+        self.betas = betas
+        self.eps = eps
         self.selectable_after = selectable_after
         self.nonfinite = NonFiniteLossWatch(attention_name, finite_check_every)
         # validate_args=False: its input checks read values back from the device every step.
@@ -193,5 +205,12 @@ class LRALitModule(L.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         return adamw_with_schedule(
-            self, self.lr, self.weight_decay, self.schedule, self.warmup_steps, self.max_steps
+            self,
+            self.lr,
+            self.weight_decay,
+            self.schedule,
+            self.warmup_steps,
+            self.max_steps,
+            self.betas,
+            self.eps,
         )
