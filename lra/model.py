@@ -207,6 +207,9 @@ class LRAClassifier(nn.Module):
         **encoder_options,
     ) -> None:
         super().__init__()
+        if classifier_activation not in ACTIVATIONS:
+            valid = ", ".join(ACTIVATIONS)
+            raise ValueError(f"model.classifier_activation={classifier_activation!r} is not one of {valid}")
         self.seq_len = seq_len
         self.dual = dual
         self.encoder = Encoder(
@@ -220,9 +223,6 @@ class LRAClassifier(nn.Module):
             dropout=dropout,
             **encoder_options,
         )
-        if classifier_activation not in ACTIVATIONS:
-            valid = ", ".join(ACTIVATIONS)
-            raise ValueError(f"model.classifier_activation={classifier_activation!r} is not one of {valid}")
         hidden = [classifier_dim] if isinstance(classifier_dim, int) else list(classifier_dim)
         widths = [4 * dim if dual else dim, *hidden]
         layers: list[nn.Module] = []

@@ -64,6 +64,11 @@ def reference_loop(model: nn.Module, batches: list, clip_value: float | None) ->
 
 def reference_losses(cfg, clip_value: float | None) -> list[float]:
     """The reference loop on the harness's initial weights and on the batches the harness draws."""
+    return reference_loop(*harness_start(cfg), clip_value)
+
+
+def harness_start(cfg) -> tuple[nn.Module, list]:
+    """The harness's initial model and its first ``STEPS`` training batches under ``cfg``."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)  # as lra.train.run does before building
     model = build_module(cfg).model
     datamodule = build_datamodule(cfg)
@@ -75,7 +80,7 @@ def reference_losses(cfg, clip_value: float | None) -> list[float]:
             break
         loader.sampler.set_epoch(epoch)
         batches += list(loader)
-    return reference_loop(model, batches[:STEPS], clip_value)
+    return model, batches[:STEPS]
 
 
 def harness_losses(cfg, out: Path) -> list[float]:
