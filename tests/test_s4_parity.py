@@ -16,9 +16,8 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 from conftest import compose_config, smoke_overrides
-from test_protocol_parity import STEPS, harness_losses, harness_start, relative_gaps
+from test_protocol_parity import STEPS, harness_losses, harness_start, relative_gaps, train_steps
 from torch import nn
 
 from lra.model import padding_mask
@@ -76,16 +75,7 @@ def their_losses(model: nn.Module, batches: list) -> list[float]:
     """Their training step over ``batches``: per-step cross-entropy losses."""
     optimizer = torch.optim.AdamW(their_groups(model), lr=LR, betas=(0.9, 0.999), weight_decay=WEIGHT_DECAY)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_with_warmup(s, WARMUP, STEPS))
-    model.train()
-    losses = []
-    for tokens, lengths, labels in batches:
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(tokens, lengths), labels)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-    return losses
+    return train_steps(model, batches, optimizer, schedule)
 
 
 def test_s4_preset_trains_as_their_step(data_root, tmp_path):
