@@ -6,7 +6,8 @@ optimizer step.
 - ``warmup_constant`` (self-pretraining, Amos et al.): the same warm-up, then ``lr`` to the end.
 - ``warmup_cosine_hf`` (the S4 repository's ``cosine_warmup``, transformers'
   ``get_cosine_schedule_with_warmup``): ``s / warmup`` during the warm-up (0 at the first step), then
-  ``½(1 + cos(π · (s - warmup) / (total - warmup)))``, half a cosine down to 0 at ``total``.
+  ``½(1 + cos(π · (s - warmup) / (total - warmup)))``, half a cosine down to 0 at ``total`` (and up
+  again after it, as theirs).
 - ``one_cycle`` (the Skyformer and Nyströmformer authors' code): torch's ``OneCycleLR`` with
   ``max_lr = lr`` (each parameter group's own), ``pct_start = warmup / total``, linear annealing and
   its other defaults: from ``lr / 25`` up to ``lr`` at step ``warmup``, then down to

@@ -9,7 +9,8 @@ from conftest import TASKS, compose_config
 
 from lra.model import LRAClassifier, SequenceBatchNorm
 from lra.module import parameter_groups
-from lra.train import build_model
+from lra.schedules import build_schedule
+from lra.train import build_model, build_module
 
 # task: (depth, dim, prenorm, batch, lr, warm-up, steps, schedule steps, eval every, d_state, dt_lr, dropout)
 S4_TASKS = {
@@ -85,3 +86,18 @@ def test_bad_norm_and_activation_are_one_line():
         LRAClassifier(**options, norm="group")
     with pytest.raises(ValueError, match="model.classifier_activation='tanh' is not one of relu, gelu"):
         LRAClassifier(**options, classifier_activation="tanh")
+
+
+def test_warmup_cosine_hf_rises_from_zero_then_falls_half_a_cosine():
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    factor = build_schedule("warmup_cosine_hf", optimizer, 1.0, 10, 110).lr_lambdas[0]
+    expected = {0: 0.0, 5: 0.5, 10: 1.0, 60: 0.5, 110: 0.0}
+    assert {step: pytest.approx(factor(step), abs=1e-12) for step in expected} == expected
+
+
+def test_the_schedule_runs_to_schedule_steps_past_the_last_step():
+    """Text trains 49,984 steps on a schedule of 50,000: the rate at the last step is not yet 0."""
+    cfg = compose_config(["task=text", "experiment=s4", "task.seq_len=64", "model.depth=1"])
+    module = build_module(cfg)
+    factor = module.configure_optimizers()["lr_scheduler"]["scheduler"].lr_lambdas[0]
+    assert module.max_steps == 50000 and factor(cfg.trainer.max_steps) > 0 == factor(50000)
