@@ -91,7 +91,9 @@ class EncoderBlock(nn.Module):
                 nn.Dropout(dropout),
             )
 
-    def sublayer(self, x: torch.Tensor, norm: nn.Module, branch: Callable[[torch.Tensor], torch.Tensor]):
+    def sublayer(
+        self, x: torch.Tensor, norm: nn.Module, branch: Callable[[torch.Tensor], torch.Tensor]
+    ) -> torch.Tensor:
         """One residual sub-layer, pre- or post-norm: (B, N, dim) -> (B, N, dim)."""
         return x + branch(norm(x)) if self.prenorm else norm(x + branch(x))
 
