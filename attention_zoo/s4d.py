@@ -17,9 +17,10 @@ alone carries ``u_t``). Padded positions are zeroed before the convolution, so t
 position from either side; the reverse direction then equals the SSM run over each sequence reversed
 within its own length.
 
-``A`` and ``dt`` are trained at their own learning rate ``lr`` without weight decay, declared on
-the parameters as ``_optim`` (the S4 repository's convention, read by ``lra.module``); C and D are
-ordinary parameters, as in s4d.py.
+``A`` and ``dt`` are trained at their own learning rate ``lr`` (``dt`` at ``dt_lr`` when it is set:
+the S4 repository's ``lr: {dt: ..., A: ...}``) without weight decay, declared on the parameters as
+``_optim`` (the S4 repository's convention, read by ``lra.module``); C and D are ordinary
+parameters, as in s4d.py.
 """
 
 from __future__ import annotations
@@ -68,7 +69,14 @@ class S4DKernel(nn.Module):
     """The convolution kernels of ``channels`` diagonal SSMs: forward(L) -> (channels, L)."""
 
     def __init__(
-        self, channels: int, d_state: int, init: str, dt_min: float, dt_max: float, lr: float | None
+        self,
+        channels: int,
+        d_state: int,
+        init: str,
+        dt_min: float,
+        dt_max: float,
+        lr: float | None,
+        dt_lr: float | None = None,
     ) -> None:
         super().__init__()
         modes = d_state // 2
@@ -81,7 +89,8 @@ class S4DKernel(nn.Module):
         self.log_dt = nn.Parameter(log_dt)
         self.log_A_real = nn.Parameter(torch.full((channels, modes), math.log(0.5)))  # (H, N/2)
         self.A_imag = nn.Parameter(A_imag.clone())  # (H, N/2)
-        for parameter in (self.log_dt, self.log_A_real, self.A_imag):
+        declare_optim(self.log_dt, lr if dt_lr is None else dt_lr)
+        for parameter in (self.log_A_real, self.A_imag):
             declare_optim(parameter, lr)
 
     def forward(self, length: int) -> torch.Tensor:
@@ -121,6 +130,7 @@ class S4D(nn.Module):
         dt_min: PositiveFloat = 0.001,
         dt_max: PositiveFloat = 0.1,
         lr: PositiveFloat | None = 0.001,
+        dt_lr: PositiveFloat | None = None,
         bidirectional: bool = True,
         dropout: Probability = 0.0,
     ) -> None:
@@ -130,7 +140,7 @@ class S4D(nn.Module):
         self.dim = dim
         self.bidirectional = bidirectional
         self.D = nn.Parameter(torch.randn(dim))
-        self.kernel = S4DKernel((2 if bidirectional else 1) * dim, d_state, init, dt_min, dt_max, lr)
+        self.kernel = S4DKernel((2 if bidirectional else 1) * dim, d_state, init, dt_min, dt_max, lr, dt_lr)
         self.dropout = TiedDropout(dropout)
         self.output_linear = nn.Conv1d(dim, 2 * dim, kernel_size=1)
 

@@ -33,7 +33,7 @@ from attention_zoo.registry import (
 from lra.errors import ConfigError
 from lra.hydra_errors import nearest
 from lra.loggers import check_loggers
-from lra.model import ACTIVATIONS, DUAL_FEATURES, POOLINGS
+from lra.model import ACTIVATIONS, DUAL_FEATURES, NORMS, POOLINGS
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
@@ -57,7 +57,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.dim": PositiveInt,
     "model.depth": PositiveInt,
     "model.num_heads": PositiveInt,
-    "model.ffn_dim": PositiveInt,
+    "model.ffn_dim": NonNegativeInt,
     "model.dropout": Probability,
     "model.qkv_dim": PositiveInt | None,
     "model.qkv_bias": bool,
@@ -66,6 +66,11 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.embedding_init_std": PositiveFloat,
     "model.pooling": Literal[tuple(POOLINGS)],
     "model.dual_features": Literal[tuple(DUAL_FEATURES)],
+    "model.positions": bool,
+    "model.norm": Literal[tuple(NORMS)],
+    "model.prenorm": bool,
+    "model.mixer_dropout": Probability,
+    "model.decay_norms_biases": bool,
     "model.classifier_activation": Literal[tuple(ACTIVATIONS)],
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
@@ -73,6 +78,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "protocol.select_after": Probability,
     "protocol.tested": Literal["best", "final"],
     "protocol.adam_eps": PositiveFloat,
+    "protocol.schedule_steps": PositiveInt | None,
     "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
     "seed": Seed,
     "num_workers": NonNegativeInt,

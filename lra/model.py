@@ -8,6 +8,12 @@ positions, or the first position's state: the CLS token's when there is one); an
 (``dual=True``) encodes both documents with the same encoder and classifies ``[u, v, u*v, u-v]``
 (``dual_features="nli"``) or ``[u, v]`` (``"concat"``, the LRA code's).
 
+The S4 repository's backbone is the same frame with other options (``experiment=s4``): no position
+embedding (``positions=False``), blocks without the feed-forward (``ffn_dim=0``), BatchNorm
+(``norm="batch"``), post-norm blocks without a final norm (``prenorm=False``), channel dropout on the
+mixer's output (``mixer_dropout``), no weight decay on the blocks' biases and norms
+(``decay_norms_biases=False``) and a linear classifier (``classifier_dim=[]``).
+
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
 ``attention(dim=dim, head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)``, e.g.
 ``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``. It returns a core,
@@ -54,9 +60,22 @@ class AttentionFactory(Protocol):
     def __call__(self, *, dim: int, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
 
 
+class SequenceBatchNorm(nn.BatchNorm1d):
+    """BatchNorm of each feature over the batch and every position, padding included (S4's
+    ``norm: batch``): (B, N, dim) -> (B, N, dim)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
+
+
+NORMS: dict[str, Callable[[int], nn.Module]] = {"layer": nn.LayerNorm, "batch": SequenceBatchNorm}
+
+
 class EncoderBlock(nn.Module):
-    """Pre-LayerNorm Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim). ``attention`` mixes the
-    tokens: ``core`` in a ``MultiHeadSelfAttention``, or ``core`` itself when it is a mixer."""
+    """Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim). ``attention`` mixes the tokens:
+    ``core`` in a ``MultiHeadSelfAttention``, or ``core`` itself when it is a mixer (its output then
+    through ``mixer_dropout`` of whole channels, S4's tied dropout); a GELU feed-forward follows unless
+    ``ffn_dim`` is 0. Each sub-layer is ``x + f(norm(x))`` (``prenorm``) or ``norm(x + f(x))``."""
 
     def __init__(
         self,
@@ -67,26 +86,51 @@ class EncoderBlock(nn.Module):
         core: nn.Module,
         qkv_dim: int | None = None,
         qkv_bias: bool = True,
+        norm: str = "layer",
+        prenorm: bool = True,
+        mixer_dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.attention_norm = nn.LayerNorm(dim)
+        self.prenorm = prenorm
+        self.attention_norm = NORMS[norm](dim)
+        mixer = is_mixer(core)
         self.attention = (
-            core
-            if is_mixer(core)
-            else MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias)
+            core if mixer else MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias)
         )
-        self.ffn_norm = nn.LayerNorm(dim)
-        self.ffn = nn.Sequential(
-            nn.Linear(dim, ffn_dim),
-            nn.GELU(),
-            nn.Dropout(dropout),
-            nn.Linear(ffn_dim, dim),
-            nn.Dropout(dropout),
-        )
+        self.mixer_dropout = nn.Dropout1d(mixer_dropout) if mixer and mixer_dropout else nn.Identity()
+        self.ffn_norm = NORMS[norm](dim) if ffn_dim else None
+        self.ffn = None
+        if ffn_dim:
+            self.ffn = nn.Sequential(
+                nn.Linear(dim, ffn_dim),
+                nn.GELU(),
+                nn.Dropout(dropout),
+                nn.Linear(ffn_dim, dim),
+                nn.Dropout(dropout),
+            )
+
+    def sublayer(
+        self, x: torch.Tensor, norm: nn.Module, branch: Callable[[torch.Tensor], torch.Tensor]
+    ) -> torch.Tensor:
+        """One residual sub-layer, pre- or post-norm: (B, N, dim) -> (B, N, dim)."""
+        return x + branch(norm(x)) if self.prenorm else norm(x + branch(x))
+
+    def mix(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The token-mixing branch: (B, N, dim) -> (B, N, dim)."""
+        return self.mixer_dropout(self.attention(x, mask).transpose(1, 2)).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), mask)
-        return x + self.ffn(self.ffn_norm(x))
+        x = self.sublayer(x, self.attention_norm, lambda y: self.mix(y, mask))
+        return x if self.ffn is None else self.sublayer(x, self.ffn_norm, self.ffn)
+
+
+def exempt_norms_and_biases(module: nn.Module) -> None:
+    """Train the biases and normalisation weights inside ``module`` without weight decay, declared as
+    ``_optim`` for ``lra.module.parameter_groups`` (the S4 repository's ``add_optimizer_hooks``)."""
+    for sub in module.modules():
+        for name, parameter in sub.named_parameters(recurse=False):
+            if name.endswith("bias") or isinstance(sub, (nn.LayerNorm, nn.BatchNorm1d)):
+                parameter._optim = {"weight_decay": 0.0} | getattr(parameter, "_optim", {})
 
 
 def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -123,9 +167,11 @@ def choice(option: str, value: str, valid: dict) -> None:
 
 
 class Encoder(nn.Module):
-    """Tokens to their states after the final LayerNorm: tokens (B, N), mask (B, N) bool -> (B, N, dim).
+    """Tokens to their states after the final norm (none after post-norm blocks): tokens (B, N),
+    mask (B, N) bool -> (B, N, dim). The options after ``dropout``: the module docstring's.
 
     ``encode`` gives every position's state, the CLS token's first when ``cls_token`` (B, 1 + N, dim).
+    Positions are learned (``learn_pos_emb``) or LRA's fixed sinusoids, or absent (``positions=False``).
     """
 
     def __init__(
@@ -144,35 +190,47 @@ class Encoder(nn.Module):
         learn_pos_emb: bool = True,
         cls_token: bool = False,
         embedding_init_std: float = EMBEDDING_INIT_STD,
+        positions: bool = True,
+        norm: str = "layer",
+        prenorm: bool = True,
+        mixer_dropout: float = 0.0,
+        decay_norms_biases: bool = True,
     ) -> None:
         super().__init__()
+        choice("norm", norm, NORMS)
         qkv_key, qkv_width = ("model.qkv_dim", qkv_dim) if qkv_dim else ("model.dim", dim)
         if qkv_width % num_heads:
             raise ValueError(f"{qkv_key}={qkv_width} must be a multiple of model.num_heads={num_heads}")
         self.prefix = int(cls_token)  # positions in front of the tokens
-        positions = seq_len + self.prefix
+        length = seq_len + self.prefix
         self.token_embedding = nn.Embedding(vocab_size, dim)
-        self.position_embedding = nn.Embedding(positions, dim) if learn_pos_emb else None
         nn.init.normal_(self.token_embedding.weight, std=embedding_init_std)
+        self.position_embedding = nn.Embedding(length, dim) if positions and learn_pos_emb else None
         if self.position_embedding is not None:
             nn.init.normal_(self.position_embedding.weight, std=EMBEDDING_INIT_STD)
-        else:  # LRA's fixed table, not a parameter
-            self.register_buffer("position_table", sinusoids(positions, dim), persistent=False)
+        fixed = sinusoids(length, dim) if positions and not learn_pos_emb else None
+        self.register_buffer("position_table", fixed, persistent=False)  # LRA's table, not a parameter
         self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if cls_token else None
         self.dropout = nn.Dropout(dropout)
         shapes = {
             "dim": dim,
             "head_dim": qkv_width // num_heads,
             "num_heads": num_heads,
-            "seq_len": positions,
+            "seq_len": length,
         }
+        block_options = {"norm": norm, "prenorm": prenorm, "mixer_dropout": mixer_dropout}
         self.blocks = nn.ModuleList(
-            EncoderBlock(dim, num_heads, ffn_dim, dropout, attention(**shapes), qkv_dim, qkv_bias)
+            EncoderBlock(
+                dim, num_heads, ffn_dim, dropout, attention(**shapes), qkv_dim, qkv_bias, **block_options
+            )
             for _ in range(depth)
         )
         cores = [getattr(block.attention, "core", block.attention) for block in self.blocks]
         tie_layers(cores)  # cross-layer sharing options
-        self.norm = nn.LayerNorm(dim)
+        self.norm = NORMS[norm](dim) if prenorm else nn.Identity()  # post-norm blocks end normalised
+        if not decay_norms_biases:
+            exempt_norms_and_biases(self.blocks)
+            exempt_norms_and_biases(self.norm)
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Every position's state: tokens (B, N), mask (B, N) -> (B, prefix + N, dim)."""
@@ -181,7 +239,9 @@ class Encoder(nn.Module):
             x = torch.cat([self.cls.expand(len(x), -1, -1), x], dim=1)
             mask = torch.cat([mask.new_ones(len(x), 1), mask], dim=1)
         table = self.position_table if self.position_embedding is None else self.position_embedding.weight
-        x = self.dropout(x + table[: x.shape[1]][None])
+        if table is not None:
+            x = x + table[: x.shape[1]][None]
+        x = self.dropout(x)
         for block in self.blocks:
             x = block(x, mask)
         return self.norm(x)

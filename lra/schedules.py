@@ -14,6 +14,10 @@ optimizer step.
   ``p = max(0, (s - warmup) / total)``.
   In both, ``s`` counts optimizer steps from 0, so the first step of a warm-up has learning rate 0,
   as in that code (Flax's optimizer step).
+- ``warmup_cosine_hf`` (the S4 repository's ``cosine_warmup``, transformers'
+  ``get_cosine_schedule_with_warmup``): ``s / warmup`` during the warm-up (0 at the first step), then
+  ``½(1 + cos(π · (s - warmup) / (total - warmup)))``, half a cosine down to 0 at ``total`` (and up
+  again after it, as theirs).
 - ``one_cycle`` (the Skyformer and Nyströmformer authors' code): torch's ``OneCycleLR`` with
   ``max_lr = lr`` (each parameter group's own), ``pct_start = warmup / total``, linear annealing and
   its other defaults: from ``lr / 25`` up to ``lr`` at step ``warmup``, then down to
@@ -73,6 +77,19 @@ def warmup_cosine(optimizer: Optimizer, lr: float, warmup: int, total: int) -> L
     return LambdaLR(optimizer, factor)
 
 
+def warmup_cosine_hf(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
+    """transformers' ``get_cosine_schedule_with_warmup`` (half a cycle), as the S4 repository's LRA
+    configs schedule (module docstring)."""
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return step / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+    return LambdaLR(optimizer, factor)
+
+
 def one_cycle(optimizer: Optimizer, lr: float, warmup: int, total: int) -> LRScheduler:
     """``OneCycleLR`` as the authors configure it (see the module docstring); needs ``warmup <= total``."""
     peaks = [group["lr"] for group in optimizer.param_groups]  # ``lr``, or what a group declares
@@ -88,6 +105,7 @@ SCHEDULES: dict[str, ScheduleBuilder] = {
     "warmup_rsqrt": warmup_rsqrt,
     "warmup_cosine": warmup_cosine,
     "one_cycle": one_cycle,
+    "warmup_cosine_hf": warmup_cosine_hf,
 }
 
 

@@ -80,14 +80,15 @@ def selectable_after(cfg: DictConfig) -> int:
 
 def build_module(cfg: DictConfig) -> LRALitModule:
     """The LightningModule of ``cfg``: the model of ``build_model``, AdamW at ``task.lr`` (betas and eps of
-    ``protocol``) with the ``protocol.schedule`` over ``trainer.max_steps`` steps."""
+    ``protocol``) with the ``protocol.schedule`` over ``protocol.schedule_steps`` (null:
+    ``trainer.max_steps``) steps."""
     return LRALitModule(
         build_model(cfg),
         num_classes=cfg.task.num_classes,
         lr=cfg.task.lr,
         weight_decay=cfg.task.weight_decay,
         warmup_steps=cfg.task.warmup_steps,
-        max_steps=cfg.trainer.max_steps,
+        max_steps=cfg.protocol.schedule_steps or cfg.trainer.max_steps,
         schedule=cfg.protocol.schedule,
         selectable_after=selectable_after(cfg),
         attention_name=cfg.attention.name,

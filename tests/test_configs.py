@@ -201,7 +201,7 @@ def test_launchers_compose(launcher):
             "protocol.schedule=cosine",
             r"^protocol.schedule='cosine' is invalid: it must be one of "
             r"warmup_linear, warmup_constant, warmup_constant_from_zero, warmup_rsqrt, "
-            r"warmup_cosine, one_cycle$",
+            r"warmup_cosine, one_cycle, warmup_cosine_hf$",
         ),
         ("protocol.clip=l2", r"^protocol.clip='l2' is invalid: it must be one of norm, value, null"),
         ("protocol.clip_value=-1", r"^protocol.clip_value=-1 is invalid: it must be a number > 0$"),
@@ -253,7 +253,7 @@ def test_debug_fdr_is_a_fast_dev_run_that_composes_with_any_task():
     assert compose_config(["debug=fdr", "trainer=ddp"]).trainer.strategy == "ddp"  # the command line wins
 
 
-ADAMW_DEFAULTS = {"tested": "best", "adam_betas": [0.9, 0.999], "adam_eps": 1e-6}
+PROTOCOL_DEFAULTS = {"tested": "best", "adam_betas": [0.9, 0.999], "adam_eps": 1e-6, "schedule_steps": None}
 
 
 def test_paper_presets_state_the_authors_training_protocol():
@@ -264,7 +264,7 @@ def test_paper_presets_state_the_authors_training_protocol():
         clip_value=1.0,
         select_after=0.2,
         attention_dropout=0.1,
-        **ADAMW_DEFAULTS,
+        **PROTOCOL_DEFAULTS,
     )
     assert (sky.trainer.max_steps, sky.trainer.precision, sky.features) == (50000, "32-true", 128)
     nys = compose_config(["experiment=nystromformer", "task=listops"])
@@ -274,7 +274,7 @@ def test_paper_presets_state_the_authors_training_protocol():
         clip_value=1.0,
         select_after=0.0,
         attention_dropout=0.1,
-        **ADAMW_DEFAULTS,
+        **PROTOCOL_DEFAULTS,
     )
     assert (nys.trainer.max_steps, nys.trainer.precision, nys.task.warmup_steps) == (5000, "32-true", 1000)
     default = compose_config([])
@@ -284,7 +284,7 @@ def test_paper_presets_state_the_authors_training_protocol():
         clip_value=1.0,
         select_after=0.0,
         attention_dropout=0.0,
-        **ADAMW_DEFAULTS,
+        **PROTOCOL_DEFAULTS,
     )
 
 

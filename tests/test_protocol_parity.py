@@ -48,6 +48,12 @@ def reference_loop(model: nn.Module, batches: list, clip_value: float | None) ->
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=LR, pct_start=WARMUP / STEPS, anneal_strategy="linear", total_steps=STEPS
     )
+    return train_steps(model, batches, optimizer, schedule, clip_value)
+
+
+def train_steps(model, batches, optimizer, schedule, clip_value: float | None = None) -> list[float]:
+    """One optimizer and schedule step per batch (value clipping first when ``clip_value``): per-step
+    mean cross-entropy losses."""
     model.train()
     losses = []
     for tokens, lengths, labels in batches:
