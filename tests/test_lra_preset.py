@@ -192,6 +192,7 @@ def test_the_preset_states_the_shared_elements():
         "tested": "final",
         "adam_betas": [0.9, 0.98],
         "adam_eps": 1e-9,
+        "schedule_steps": None,
         "attention_dropout": 0.1,
     }
     assert (cfg.task.batch_size, cfg.task.weight_decay, cfg.task.val_from_test) == (32, 0.1, True)
