@@ -64,9 +64,22 @@ class S4DKernel(nn.Module):
         C = torch.view_as_complex(self.C)  # (H, N/2)
         A = -torch.exp(self.log_A_real) + 1j * self.A_imag  # (H, N/2)
         dtA = A * dt[:, None]  # (H, N/2)
-        positions = torch.arange(length, device=A.device)
         C = C * (torch.exp(dtA) - 1.0) / A  # ZOH: C·B̄ with B = 1, (H, N/2)
-        return 2 * torch.einsum("hn,hnl->hl", C, torch.exp(dtA[..., None] * positions)).real  # (H, L)
+        return 2 * vandermonde(C, dtA, length).real  # (H, L)
+
+
+def vandermonde(C: torch.Tensor, dtA: torch.Tensor, length: int) -> torch.Tensor:
+    """``K_l = Σ_n C_n exp(dtA_n l)`` for l < length, with lags split as ``l = Q i + j``
+    (``Q ≈ √length``): ``exp(dtA Q i)`` and ``exp(dtA j)`` take √length exponentials per mode, and
+    their product summed over the modes is one batched matrix product, instead of length
+    exponentials per mode. C, dtA (H, N/2) complex -> (H, length) complex."""
+    step = math.isqrt(length - 1) + 1  # Q: Q² >= length
+    blocks = -(-length // step)  # ceil(length / Q)
+    positions = torch.arange(max(step, blocks), device=dtA.device, dtype=dtA.real.dtype)
+    inner = torch.exp(dtA[..., None] * positions[:step])  # exp(dtA j): (H, N/2, Q)
+    outer = torch.exp(dtA[..., None] * (step * positions[:blocks]))  # exp(dtA Q i): (H, N/2, I)
+    K = torch.matmul((C[..., None] * outer).transpose(1, 2), inner)  # (H, I, Q)
+    return K.flatten(1)[:, :length]
 
 
 class TiedDropout(nn.Module):
