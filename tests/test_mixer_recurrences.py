@@ -119,3 +119,29 @@ def test_selective_scan_gradients_equal_without_chunks():
         grads.append([t.grad for t in inputs])
     for chunked, whole in zip(*grads, strict=True):
         torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-5)
+
+
+def test_selective_scan_gradients_equal_autograd_through_the_loop():
+    gen = torch.Generator().manual_seed(2)
+    u, delta = torch.randn(2, 37, 4, generator=gen), torch.rand(2, 37, 4, generator=gen)
+    A, B, C = (
+        -torch.rand(4, 3, generator=gen),
+        torch.randn(2, 37, 3, generator=gen),
+        torch.randn(2, 37, 3, generator=gen),
+    )
+    weights = torch.randn(2, 37, 4, generator=gen)  # a loss that weighs every output differently
+
+    def loop(u, delta, A, B, C):
+        h, ys = torch.zeros(2, 4, 3), []
+        for t in range(u.shape[1]):
+            h = torch.exp(delta[:, t, :, None] * A) * h + (delta[:, t] * u[:, t])[..., None] * B[:, t, None]
+            ys.append((h * C[:, t, None]).sum(-1))
+        return torch.stack(ys, dim=1)
+
+    grads = []
+    for scan in (loop, lambda *t: selective_scan(*t, chunk=8)):
+        inputs = [t.clone().requires_grad_(True) for t in (u, delta, A, B, C)]
+        (scan(*inputs) * weights).sum().backward()
+        grads.append([t.grad for t in inputs])
+    for ours, expected in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
