@@ -85,7 +85,7 @@ class SelectiveScan(torch.autograd.Function):
             part = slice(start, start + chunk)
             h, _ = chunk_states(u[:, part], delta[:, part], A, B[:, part], states[-1])
             outputs.append((h * C[:, part, None, :]).sum(-1))  # C_t · h_t: (B, T, E)
-            states.append(h[:, -1])
+            states.append(h[:, -1].clone())  # a view would keep the whole chunk's states
         ctx.save_for_backward(u, delta, A, B, C, *states[:-1])
         ctx.chunk = chunk
         return torch.cat(outputs, dim=1)  # (B, L, E)
