@@ -24,7 +24,7 @@ import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 DEFAULT_CHUNK = 128
-BLOCK = 16  # positions per block of ``linear_scan``
+BLOCK = 8  # positions per block of ``linear_scan``
 
 
 def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -46,12 +46,11 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def block_steps(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Every block from a zero state, all blocks at once, one step per position within a block:
     a, b (B, M, k, ...) -> h and the products a_1 ⋯ a_t within each block (B, M, k, ...)."""
-    h, decay = torch.empty_like(b), torch.empty_like(a)
-    h[:, :, 0], decay[:, :, 0] = b[:, :, 0], a[:, :, 0]
+    h = torch.empty_like(b)
+    h[:, :, 0] = b[:, :, 0]
     for t in range(1, a.shape[2]):
         torch.addcmul(b[:, :, t], a[:, :, t], h[:, :, t - 1], out=h[:, :, t])
-        torch.mul(decay[:, :, t - 1], a[:, :, t], out=decay[:, :, t])
-    return h, decay
+    return h, torch.cumprod(a, dim=2)
 
 
 def chunk_states(
