@@ -131,4 +131,11 @@ def selective_scan(
     Δ = 0 leaves the state as it is (the mixers give padded positions Δ = 0).
     """
     with torch.autocast(u.device.type, enabled=False):
-        return SelectiveScan.apply(*(t.float() for t in (u, delta, A, B, C)), chunk)
+        return chunked_scan(*(t.float() for t in (u, delta, A, B, C)), chunk)
+
+
+def chunked_scan(
+    u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, chunk: int
+) -> torch.Tensor:
+    """``selective_scan`` in the inputs' own dtype (``SelectiveScan``): shapes as there."""
+    return SelectiveScan.apply(u, delta, A, B, C, chunk)

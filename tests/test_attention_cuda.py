@@ -1,5 +1,5 @@
-"""Every core on a CUDA GPU: forward and backward under bf16 autocast, and the exact cores on a fused
-``scaled_dot_product_attention`` backend (flash or memory-efficient) matching the math backend.
+"""Every core and mixer on a CUDA GPU: forward and backward under bf16 autocast, and the exact cores on a
+fused ``scaled_dot_product_attention`` backend (flash or memory-efficient) matching the math backend.
 
 Marked ``cuda``: without a GPU every test here is skipped with the reason (tests/conftest.py).
 Which fused kernel serves which call: ``standard`` under bf16 autocast without a mask → flash,
@@ -22,6 +22,8 @@ pytestmark = pytest.mark.cuda
 
 HEADS, HEAD_DIM, SEQ = 2, 32, 256
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+CORES = [name for name in attention_zoo.available() if not attention_zoo.spec(name).mixer]
+MIXERS = [name for name in attention_zoo.available() if attention_zoo.spec(name).mixer]
 
 
 def make_inputs(lengths: list[int] | None, seq: int = SEQ, seed: int = 0):
@@ -45,7 +47,7 @@ def build(name: str, seq: int = SEQ, **options):
     return core.to("cuda").eval()
 
 
-@pytest.mark.parametrize("name", attention_zoo.available())
+@pytest.mark.parametrize("name", CORES)
 def test_forward_and_backward_under_bf16_autocast(name):
     q, k, v, mask = make_inputs([SEQ, 97])
     torch.manual_seed(1)
@@ -56,6 +58,19 @@ def test_forward_and_backward_under_bf16_autocast(name):
     for label, t in (("q", q), ("k", k), ("v", v)):
         assert t.grad is not None and torch.isfinite(t.grad).all(), f"{name}: gradient on {label}"
         assert t.grad.abs().sum() > 0, f"{name}: zero gradient on {label}"
+
+
+@pytest.mark.parametrize("name", MIXERS)
+def test_mixer_forward_and_backward_under_bf16_autocast(name):
+    torch.manual_seed(0)
+    mixer = attention_zoo.build_attention(name, dim=HEADS * HEAD_DIM, seq_len=SEQ).to("cuda")
+    x = torch.randn(2, SEQ, HEADS * HEAD_DIM, device="cuda", requires_grad=True)
+    mask = torch.arange(SEQ, device="cuda")[None, :] < torch.tensor([SEQ, 97], device="cuda")[:, None]
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = mixer(x, mask)
+    assert out.shape == x.shape and torch.isfinite(out.float()).all()
+    (out.float() * mask[..., None]).square().sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
 
 
 def run_on(backends: list[SDPBackend], name: str, lengths: list[int] | None, autocast: bool):

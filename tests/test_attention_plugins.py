@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ import attention_zoo
 from attention_zoo import plugins
 from lra.checks import check_config
 from lra.errors import ConfigError
+from lra.model import LRAClassifier
+from lra.module import parameter_groups
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_PACKAGE = Path(__file__).resolve().parent / "plugin_package"
@@ -86,6 +89,30 @@ def test_a_broken_or_clashing_entry_point_is_one_line_and_the_others_work(
         check_config(compose_config([f"attention={name}"]))
     with pytest.raises(ConfigError, match=r"^attention.name='broken' is not registered; .*No module named"):
         check_config(compose_config(["attention.name=broken"]))
+
+
+def test_an_entry_point_adds_a_mixer_with_its_own_optimiser_settings(tmp_path, monkeypatch, restore_registry):
+    (tmp_path / "their_mixer.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "from attention_zoo.registry import PositiveInt, register_mixer\n"
+        "@register_mixer('their_mixer', budget_option='width')\n"
+        "class Mixer(nn.Module):\n"
+        "    def __init__(self, *, dim: int, seq_len: int, width: PositiveInt = 3):\n"
+        "        super().__init__()\n"
+        "        self.scale = nn.Parameter(torch.ones(dim))\n"
+        "        self.scale._optim = {'lr': 0.5, 'weight_decay': 0.0}\n"
+        "    def forward(self, x, mask=None):\n"
+        "        return x * self.scale\n"
+    )
+    write_distribution(tmp_path, "their-mixer", {"their_mixer": "their_mixer"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert plugins.load_plugins() == []
+    factory = partial(attention_zoo.build_attention, "their_mixer")
+    model = LRAClassifier(vocab_size=5, num_classes=2, seq_len=8, attention=factory, dim=16)
+    assert all(type(block.attention).__name__ == "Mixer" for block in model.encoder.blocks)
+    declared = parameter_groups(model)[1]
+    assert (declared["lr"], declared["weight_decay"], len(declared["params"])) == (0.5, 0.0, 2)
 
 
 @pytest.mark.slow  # pip installs the package, then python -m lra runs it
