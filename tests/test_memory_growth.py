@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lra.bench.compare import saved_tensor_bytes
-from lra.bench.efficiency import growth_table
+from lra.bench.efficiency import growth_table, scope_tables
 from lra.bench.efficiency_measure import BenchConfig, Measurement, build_layer
 from lra.bench.memory_growth import Growth, growth
 
@@ -55,3 +55,9 @@ def test_mixer_memory_grows_no_faster_than_n_log_n(name):
 def test_the_check_sees_the_quadratic_memory_of_naive_attention():
     found = growth([(n, kept_bytes("naive", n)) for n in (128, 512, 2048)])
     assert found.exponent > 1.5 and not found.within_n_log_n
+
+
+def test_the_page_has_a_ratio_table_only_for_the_baselines_measured():
+    rows = [Measurement(name, n, 1, 1.0, 1.0, "ok") for name in ("standard", "s4d") for n in (512, 1024)]
+    page = scope_tables(rows, [512, 1024], repeats=5)
+    assert "Ratio to `standard`" in page and "Ratio to `naive`" not in page

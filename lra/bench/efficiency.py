@@ -152,11 +152,11 @@ def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: i
         a, b = measured((name, short), (name, n)) or (None, None)
         return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if a and a.peak_mem_mb > 0 else "—"
 
-    fills = {
+    fills = {  # the ratio tables of the baselines that were measured
         "Time per forward+backward (ms, median):": partial(figure, field="time_ms"),
         "Peak memory above baseline (MB):": partial(figure, field="peak_mem_mb"),
         **{f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):":
-           partial(ratios, baseline=baseline) for baseline in BASELINES},
+           partial(ratios, baseline=baseline) for baseline in BASELINES if baseline in attentions},
     }  # fmt: skip
     header = ["attention", *(f"n={n}" for n in lengths)]
     parts = []
