@@ -230,11 +230,11 @@ def page(
     )
     paragraphs = [
         "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
-        f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
-        f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
-        "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
-        "paper defaults (options in docs/attentions.md). `(k×)` in the time table: "
-        "k timed steps.",
+        f"{settings.dim}, {settings.heads} heads; a mixer such as `s4d` or `mamba` in its place) and of "
+        f"the whole encoder (`encoder`: LRAClassifier), batch {settings.batch}.{inference} `naive` is "
+        "softmax attention with QKᵀ materialised (the papers' Transformer); `standard` is PyTorch's "
+        "scaled_dot_product_attention. Each attention keeps its paper defaults (options in "
+        "docs/attentions.md). `(k×)` in the time table: k timed steps.",
         method_note(settings),
     ]
     sections = [
