@@ -34,6 +34,31 @@ from torch import nn
 from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
 
 
+def powers(dtA: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """exp(dtA l) in real and imaginary parts: dtA (H, N/2) complex, positions (P,) -> 2 × (H, N/2, P)."""
+    magnitude = torch.exp(dtA.real[..., None] * positions)  # (H, N/2, P)
+    angle = dtA.imag[..., None] * positions  # (H, N/2, P)
+    return magnitude * torch.cos(angle), magnitude * torch.sin(angle)
+
+
+def vandermonde(C: torch.Tensor, dtA: torch.Tensor, length: int) -> torch.Tensor:
+    """K_l = 2 Re(Σ_n C_n exp(dtA_n l)) for l < length: C, dtA (H, N/2) complex -> (H, length).
+
+    Positions are split as l = b·m + j with b ≈ √L, and exp(dtA l) = exp(dtA b m)·exp(dtA j), so the
+    sum over n is a real matrix product of (H, N/2, L/b) by (H, N/2, b) terms: no (H, N/2, L) tensor
+    is formed, and no complex exp (many times slower than real ones on a CPU) is taken.
+    """
+    C, dtA = C.to(torch.complex128), dtA.to(torch.complex128)  # large phases l·Im(dtA) in float64
+    block = 1 << math.ceil(math.log2(length) / 2)  # b: a power of two near √L
+    starts = torch.arange(0, length, block, device=dtA.device)  # b·m: (M,)
+    inner_real, inner_imag = powers(dtA, torch.arange(block, device=dtA.device))  # exp(dtA j): (H, N/2, b)
+    outer_real, outer_imag = powers(dtA, starts)  # exp(dtA b m): (H, N/2, M)
+    real = C.real[..., None] * outer_real - C.imag[..., None] * outer_imag  # Re(C exp(dtA b m))
+    imag = C.real[..., None] * outer_imag + C.imag[..., None] * outer_real  # Im(C exp(dtA b m))
+    K = torch.einsum("hnm,hnj->hmj", real, inner_real) - torch.einsum("hnm,hnj->hmj", imag, inner_imag)
+    return 2 * K.flatten(1)[:, :length].float()  # (H, L)
+
+
 def declare_optim(parameter: nn.Parameter, lr: float | None) -> None:
     """Train ``parameter`` without weight decay, at learning rate ``lr`` (None: the run's)."""
     parameter._optim = {"weight_decay": 0.0} | ({} if lr is None else {"lr": lr})
@@ -65,32 +90,7 @@ class S4DKernel(nn.Module):
         A = -torch.exp(self.log_A_real) + 1j * self.A_imag  # (H, N/2)
         dtA = A * dt[:, None]  # (H, N/2)
         C = C * (torch.exp(dtA) - 1.0) / A  # ZOH: C·B̄ with B = 1, (H, N/2)
-        return 2 * vandermonde(C, dtA, length).real  # (H, L)
-
-
-def vandermonde(C: torch.Tensor, dtA: torch.Tensor, length: int) -> torch.Tensor:
-    """``K_l = Σ_n C_n exp(dtA_n l)`` for l < length, with lags split as ``l = Q i + j``
-    (``Q ≈ √length``): ``exp(dtA Q i)`` and ``exp(dtA j)`` take √length exponentials per mode, and
-    their product summed over the modes is one batched matrix product, instead of length
-    exponentials per mode. C, dtA (H, N/2) complex -> (H, length) complex."""
-    step = math.isqrt(length - 1) + 1  # Q: Q² >= length
-    blocks = -(-length // step)  # ceil(length / Q)
-    positions = torch.arange(max(step, blocks), device=dtA.device, dtype=dtA.real.dtype)
-    inner = decayed_powers(dtA[..., None] * positions[:step])  # exp(dtA j): (H, N/2, Q)
-    outer = decayed_powers(dtA[..., None] * (step * positions[:blocks]))  # exp(dtA Q i): (H, N/2, I)
-    K = torch.matmul((C[..., None] * outer).transpose(1, 2), inner)  # (H, I, Q)
-    return K.flatten(1)[:, :length]
-
-
-NEGLIGIBLE_EXPONENT = -30.0  # exp(-30) ≈ 1e-13: below float32's resolution of any kernel value
-
-
-def decayed_powers(exponent: torch.Tensor) -> torch.Tensor:
-    """exp(exponent), exactly 0 where its real part is below ``NEGLIGIBLE_EXPONENT``: the long lags'
-    terms would otherwise be subnormal floats, which the CPU multiplies and transforms many times
-    slower, for a contribution below float32's resolution."""
-    gone = exponent.real < NEGLIGIBLE_EXPONENT
-    return torch.exp(exponent.masked_fill(gone, 0)).masked_fill(gone, 0)
+        return vandermonde(C, dtA, length)  # (H, L)
 
 
 class TiedDropout(nn.Module):

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
+from attention_zoo import s4d
 from attention_zoo.scan import chunked_scan, linear_scan
 
 DIM = 8
@@ -114,3 +115,12 @@ def test_the_scan_backward_is_the_gradient():
     )
     inputs = [t.double().requires_grad_(True) for t in (u, delta, A, B, C)]
     assert torch.autograd.gradcheck(lambda *tensors: chunked_scan(*tensors, 4), inputs)
+
+
+@pytest.mark.parametrize("length", [1, 2, 5, 64, 1000, 4099])
+def test_s4d_kernel_in_blocks_equals_the_vandermonde_product(length):
+    gen = torch.Generator().manual_seed(length)
+    C = torch.randn(3, 4, dtype=torch.cfloat, generator=gen)  # (H, N/2)
+    dtA = torch.complex(-0.01 * torch.rand(3, 4, generator=gen), 0.05 * torch.rand(3, 4, generator=gen))
+    direct = 2 * torch.einsum("hn,hnl->hl", C, torch.exp(dtA[..., None] * torch.arange(length))).real
+    torch.testing.assert_close(s4d.vandermonde(C, dtA, length), direct, atol=1e-5, rtol=1e-5)
