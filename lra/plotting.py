@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.transforms import Bbox
 
 # The built-in attentions and the benchmarks' naive baseline, each with a colour of its own
-# (matplotlib's tab10 then tab20's darker hues; black for the naive QKᵀ baseline).
+# (matplotlib's tab10, then tab20b's darker hues for the mixers; black for the naive QKᵀ baseline).
 ATTENTION_COLORS = {
     "standard": "#1f77b4",
     "nystrom": "#ff7f0e",
@@ -38,6 +38,8 @@ ATTENTION_COLORS = {
     "bigbird": "#7f7f7f",
     "informer": "#bcbd22",
     "longformer": "#17becf",
+    "s4d": "#637939",
+    "mamba": "#7b4173",
     "naive": "#000000",
 }
 # Colours for attentions from other packages, picked by a hash of the name (stable across runs).

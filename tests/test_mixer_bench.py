@@ -1,8 +1,10 @@
 """The benchmarks take the mixers: the efficiency benchmark builds each in place of the whole attention
-layer, and the fidelity benchmark says in one line that they approximate nothing."""
+layer, train-speed times a full training step of each (retrieval's dual encoding included), and the
+fidelity benchmark says in one line that they approximate nothing."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from lra.bench.__main__ import main
 from lra.bench.efficiency_measure import BenchConfig, build_layer
 from lra.bench.fidelity_measure import measured_cores
+from lra.bench.train_speed import configure, settings_from
 
 
 @pytest.mark.slow
@@ -44,3 +47,23 @@ def test_fidelity_leaves_the_mixers_out_in_one_line():
     assert "s4d" not in measured and "mamba" not in measured
     lines = [line for line in left_out if "mixers" in line]
     assert lines == ["`mamba`, `s4d`: mixers in place of the whole attention, they approximate nothing"]
+
+
+def test_train_speed_measures_every_registered_mixer_by_default():
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    attentions = settings_from(parser.parse_args(["--device", "cpu"])).attentions
+    assert {"s4d", "mamba"} <= set(attentions)
+
+
+@pytest.mark.slow
+def test_train_speed_times_a_training_step_of_each_mixer(tmp_path):
+    argv = ["train-speed", "--tasks", "listops", "retrieval", "--attentions", "s4d", "mamba"]
+    argv += ["--steps", "1", "--warmup", "1", "--isolation", "inprocess", "--device", "cpu"]
+    tiny = ["task.seq_len=32", "task.batch_size=2", "features=8"]
+    assert main([*argv, "--overrides", *tiny, "--out", str(tmp_path)]) == 0
+    with (tmp_path / "train_speed_cpu.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["task"], r["attention"], r["status"]) for r in rows] == [
+        (task, name, "ok") for task in ("listops", "retrieval") for name in ("s4d", "mamba")
+    ]

@@ -17,6 +17,7 @@ from lra.published_numbers import (
     LRA_ACCURACY,
     RUN_COST,
     SKYFORMER_ACCURACY,
+    SSM_ACCURACY,
     TASKS,
     layer_cost_baseline,
 )
@@ -84,3 +85,17 @@ def test_published_rows_are_registered_attention_names_with_their_options():
     assert published | {cell.attention for cell in LAYER_COST} <= names
     for cell in LAYER_COST:
         assert set(cell.options) <= set(attention_zoo.spec(cell.attention).options), cell.label
+
+
+@pytest.mark.parametrize("row", SSM_ACCURACY, ids=lambda row: row.model)
+def test_each_ssm_average_is_the_mean_of_its_six_cells_and_names_its_table(row):
+    assert row.columns == (*TASKS, "pathx") and len(row.accuracies) == len(row.columns)
+    assert None not in row.accuracies  # every cell was read; a cell not verified would be None
+    assert row.average == pytest.approx(statistics.fmean(row.accuracies), abs=0.01), row.model
+    assert "Table" in row.paper or "LRA table" in row.paper
+
+
+def test_the_ssm_rows_are_the_issues_models_with_its_averages():
+    averages = {row.model: row.average for row in SSM_ACCURACY}
+    assert averages.keys() == {"S4", "S4D-LegS", "S5", "Mega"}
+    assert (averages["S4"], averages["S5"], averages["Mega"]) == (86.09, 87.46, 88.21)

@@ -220,3 +220,16 @@ def test_a_run_writes_its_validation_curve_whatever_the_logger(data_root: Path, 
     assert len(curve.seconds) == 2  # at step 2 (eval_every) and at the last step (3)
     assert 0 < curve.seconds[0] < curve.seconds[1] <= summary["metrics"]["perf/train_time_s"]
     assert all(0 <= accuracy <= 1 for accuracy in curve.accuracy)
+
+
+def test_the_ssm_rows_sit_beside_the_runs_marked_as_other_models(tmp_path: Path):
+    runs, out = write_sweep(tmp_path / "runs"), tmp_path / "results"
+    assert main(["--runs", str(runs), "--out", str(out), "--paper", "ssm"]) == 0
+    text = (out / "lra_table.md").read_text()
+    section = text.split("## State-space models and Mega")[1].split("\n## ")[0]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines() if line.startswith("| ")}
+    assert "standard" in rows and "nystrom" in rows  # our runs, every variant on the LRA data
+    s4 = next(line for name, line in rows.items() if name.startswith("S4 (published"))
+    assert "another model, another size" in s4 and "| 96.35 |" in s4 and s4.rstrip(" |").endswith("86.09")
+    assert sum("another model, another size" in line for line in rows.values()) == 4
+    assert "| — |" in rows["standard"]  # no Path-X runs: no six-task average

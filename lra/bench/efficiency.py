@@ -28,6 +28,7 @@ from lra.bench.efficiency_measure import (
 )
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
+from lra.bench.memory_growth import Growth, growth
 from lra.bench.output import Outputs, add_out_argument, failures, log_log, panel_grid
 from lra.plotting import attention_color, legend_below, legend_entries
 from lra.provenance import markdown_table
@@ -151,11 +152,11 @@ def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: i
         a, b = measured((name, short), (name, n)) or (None, None)
         return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if a and a.peak_mem_mb > 0 else "—"
 
-    fills = {
+    fills = {  # the ratio tables of the baselines that were measured
         "Time per forward+backward (ms, median):": partial(figure, field="time_ms"),
         "Peak memory above baseline (MB):": partial(figure, field="peak_mem_mb"),
         **{f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):":
-           partial(ratios, baseline=baseline) for baseline in BASELINES},
+           partial(ratios, baseline=baseline) for baseline in BASELINES if baseline in attentions},
     }  # fmt: skip
     header = ["attention", *(f"n={n}" for n in lengths)]
     parts = []
@@ -168,7 +169,42 @@ def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: i
             "Memory growth for ×8 length (linear: ×8, quadratic: ×64):",
             markdown_table(["attention", *(f"{s}→{n}" for s, n in pairs)], growth_rows),
         ]
+    parts += [GROWTH_TITLE, growth_table(rows)]
     return "\n\n".join(parts + failures(rows, lambda r: f"`{r.attention}` n={r.seq_len}"))
+
+
+GROWTH_TITLE = (
+    "Memory growth exponent k (peak memory ∝ nᵏ from the shortest to the longest length with a figure; "
+    "n log n has k a little above 1 over the same span; linear: 1, quadratic: 2):"
+)
+
+
+def growths(rows: Sequence[Measurement]) -> dict[str, Growth | None]:
+    """Each attention's memory growth over the lengths it was measured at (``ok`` rows)."""
+    names = dict.fromkeys(row.attention for row in rows)
+    return {
+        name: growth([(r.seq_len, r.peak_mem_mb) for r in rows if r.attention == name and r.status == "ok"])
+        for name in names
+    }
+
+
+def growth_table(rows: Sequence[Measurement]) -> str:
+    """Markdown: per attention, the span, its exponent, n log n's over that span and the verdict."""
+    body = [
+        [name, f"{g.short}→{g.long}", f"{g.exponent:.2f}", f"{g.n_log_n_exponent:.2f}", g.verdict()]
+        if g
+        else [name, "—", "—", "—", "fewer than two lengths"]
+        for name, g in growths(rows).items()
+    ]
+    return markdown_table(["attention", "lengths", "k", "n log n's k", "growth"], body)
+
+
+def print_growths(scope: str, rows: Sequence[Measurement]) -> None:
+    """One line per attention: its memory growth exponent and whether it stays within n log n."""
+    for name, g in growths(rows).items():
+        figures = f"k = {g.exponent:.2f} ({g.verdict().strip('*')}: {g.n_log_n_exponent:.2f})" if g else "—"
+        where = f"n={g.short}..{g.long}" if g else "fewer than two lengths"
+        print(f"[{scope:7}] {name:10} memory growth {where}: {figures}")
 
 
 def method_note(settings: EfficiencySettings) -> str:
@@ -194,11 +230,11 @@ def page(
     )
     paragraphs = [
         "Forward+backward of one attention layer (`layer`: MultiHeadSelfAttention, dim "
-        f"{settings.dim}, {settings.heads} heads) and of the whole encoder (`encoder`: LRAClassifier), "
-        f"batch {settings.batch}.{inference} `naive` is softmax attention with QKᵀ materialised (the papers' "
-        "Transformer); `standard` is PyTorch's scaled_dot_product_attention. Each attention keeps its "
-        "paper defaults (options in docs/attentions.md). `(k×)` in the time table: "
-        "k timed steps.",
+        f"{settings.dim}, {settings.heads} heads; a mixer such as `s4d` or `mamba` in its place) and of "
+        f"the whole encoder (`encoder`: LRAClassifier), batch {settings.batch}.{inference} `naive` is "
+        "softmax attention with QKᵀ materialised (the papers' Transformer); `standard` is PyTorch's "
+        "scaled_dot_product_attention. Each attention keeps its paper defaults (options in "
+        "docs/attentions.md). `(k×)` in the time table: k timed steps.",
         method_note(settings),
     ]
     sections = [
@@ -266,6 +302,8 @@ def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
     for scope in settings.scopes:
         rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
         rows_by_scope[scope] = rows
+        if not paper:
+            print_growths(scope, rows)
         if paper:  # a published table's one workload, its rows named by its labels
             outputs.write_csv({"label": "", **CSV_COLUMNS}, rows)
         else:  # each scope's CSV as soon as it is measured

@@ -6,6 +6,7 @@ its tables in the paper's layout with ours beside the published figures, and its
 - ``nystromformer``: Table 3 (accuracy). Its Table 1 (one layer's memory and time) is a benchmark:
   ``python -m lra.bench efficiency --paper nystromformer-table1``.
 - ``lra``: Table 1 (accuracy) and Figure 3 (speed, accuracy and memory in one chart).
+- ``ssm``: the LRA rows of S4, S4D-LegS, S5 and Mega beside our runs, as other models at other sizes.
 """
 
 from __future__ import annotations
@@ -15,11 +16,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lra.provenance import markdown_table
-from lra.published_numbers import LRA_ACCURACY, NYSTROMFORMER_ACCURACY, SKYFORMER_ACCURACY, PublishedAccuracy
+from lra.published_numbers import (
+    LRA_ACCURACY,
+    NYSTROMFORMER_ACCURACY,
+    SKYFORMER_ACCURACY,
+    SSM_ACCURACY,
+    PublishedAccuracy,
+)
 from lra.report import figure3, figures
 from lra.report.curves import Curve
 from lra.report.runs import Run
-from lra.report.tables import paper_accuracy_table, skyformer_cost_tables
+from lra.report.tables import other_models_table, paper_accuracy_table, skyformer_cost_tables
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -107,6 +114,23 @@ def draw_lra_chart_per_task(report: ReportInput) -> Figure | None:
     return figure3.speed_accuracy_memory(report.completed, per_task=True)
 
 
+OTHER_MODELS_NOTE = (
+    "Their authors' published rows for other models, each at its own depth, width, training and "
+    "tricks (not the shared encoder every row of ours uses): a reference for where these tasks stand, "
+    "not a comparison at equal size. Ours: mean ± sample std over seeds (seeds; how many at chance) "
+    "of the test accuracy, runs on the LRA data only. AVG (5): the mean of the five tasks without "
+    "Path-X; AVG (6): with Path-X, as these papers print it."
+)
+
+
+def other_model_tables(report: ReportInput) -> list[str]:
+    return [
+        "### Test accuracy (%) beside S4, S4D-LegS, S5 and Mega",
+        OTHER_MODELS_NOTE,
+        other_models_table(report.completed, SSM_ACCURACY),
+    ]
+
+
 PAPERS: dict[str, Paper] = {
     "skyformer": Paper(
         "Skyformer paper (Chen et al. 2021)",
@@ -142,5 +166,8 @@ PAPERS: dict[str, Paper] = {
                 "Every attention has all five tasks.",
             ),
         ),
+    ),
+    "ssm": Paper(
+        "State-space models and Mega, as published (other models at other sizes)", other_model_tables
     ),
 }

@@ -13,8 +13,10 @@ from lra.published_numbers import (
     RUN_COST_PAPER,
     SKYFORMER_ACCURACY,
     SKYFORMER_TASK_ORDER,
+    SSM_COLUMNS,
     TASKS,
     PublishedAccuracy,
+    PublishedModel,
     comparable,
 )
 from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
@@ -142,6 +144,35 @@ def paper_accuracy_table(runs: Sequence[Run], table: PublishedAccuracy, metric: 
         rows.append(row)
     note = comparison_note(table.protocol, table.size, table.preset, left)
     return markdown_table(["attention", *table.columns, "AVG"], rows) + "\n\n" + note
+
+
+def other_models_table(
+    runs: Sequence[Run], models: Sequence[PublishedModel], metric: str = "test/acc"
+) -> str:
+    """Our variants (runs on the LRA data) and, marked apart, other models' published rows, in
+    ``SSM_COLUMNS``; AVG over the five tasks of ``TASKS`` and over all six with Path-X: ours where
+    every task has runs, the published rows' five from their cells and six as printed."""
+    cells = metric_cells([run for run in runs if GENERATED not in run.variant], metric, scale=100.0)
+
+    def mean_of(values: Sequence[float | None]) -> str:
+        return f"{statistics.fmean(values):.2f}" if values and None not in values else "—"
+
+    rows = []
+    for variant in sorted(cells):
+        ours = cells[variant]
+        means = [ours[task].mean if task in ours else None for task in SSM_COLUMNS]
+        rows.append(
+            [variant, *(ours[task].format() if task in ours else "—" for task in SSM_COLUMNS),
+             mean_of(means[: len(TASKS)]), mean_of(means)]
+        )  # fmt: skip
+    for model in models:
+        figures = [model.accuracy(task) for task in SSM_COLUMNS]
+        rows.append(
+            [f"{model.model} (published: {model.paper}; another model, another size)",
+             *("not verified" if value is None else f"{value:.2f}" for value in figures),
+             mean_of(figures[: len(TASKS)]), f"{model.average:.2f}"]
+        )  # fmt: skip
+    return markdown_table(["model", *SSM_COLUMNS, "AVG (5)", "AVG (6, with Path-X)"], rows)
 
 
 def memory_cells(runs: Sequence[Run]) -> tuple[dict[str, dict[str, Cell]], list[str]]:
