@@ -23,6 +23,8 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,19 +89,27 @@ def majority_share(labels: np.ndarray) -> float | None:
     return float(np.unique(labels, return_counts=True)[1].max() / len(labels))
 
 
-def write_json(path: Path, content: dict[str, Any]) -> Path:
-    """Write ``content`` to ``path`` atomically (a reader never sees half a file, an error leaves no
-    partial file, and an ``OSError`` names ``path``); a value JSON cannot hold is written as its ``str``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+@contextmanager
+def partial_file(path: Path) -> Iterator[Path]:
+    """The temporary name beside ``path`` that a whole new file is written under before it replaces
+    ``path``; on any error (a full disk, a signal) it is removed, and an ``OSError`` names ``path``."""
     partial = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
-        os.replace(partial, path)
-    except BaseException as error:  # a full disk or a signal: no partial file is left behind
+        yield partial
+    except BaseException as error:
         partial.unlink(missing_ok=True)
         if isinstance(error, OSError):
             raise naming(error, path) from error
         raise
+
+
+def write_json(path: Path, content: dict[str, Any]) -> Path:
+    """Write ``content`` to ``path`` atomically (a reader never sees half a file, an error leaves no
+    partial file, and an ``OSError`` names ``path``); a value JSON cannot hold is written as its ``str``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with partial_file(path) as partial:
+        partial.write_text(json.dumps(content, indent=2, default=str) + "\n")
+        os.replace(partial, path)
     return path
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from lightning.fabric.plugins import TorchCheckpointIO
 
-from data_prep.storage import STAMPS_FILE, hashed_stamp, naming, write_stamps
+from data_prep.storage import STAMPS_FILE, hashed_stamp, partial_file, write_stamps
 from lra.errors import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,7 @@ def write_file(path: Path, content: bytes | memoryview) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(f".{path.name}.tmp-*"):  # a SIGKILLed writer's: one writer per run folder
         stale.unlink(missing_ok=True)
-    partial = folder / f".{path.name}.tmp-{os.getpid()}"
-    try:
+    with partial_file(path) as partial:
         with open(partial, "wb") as handle:
             handle.write(content)
             handle.flush()
@@ -83,11 +82,6 @@ def write_file(path: Path, content: bytes | memoryview) -> None:
             stamps[path.name + REPLACED] = replaced
         write_stamps(folder, stamps)
         os.replace(partial, path)
-    except BaseException as error:  # a full disk or a signal: no partial file is left behind
-        partial.unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise naming(error, path) from error
-        raise
     sync_folder(folder)
     if stamps.pop(path.name + REPLACED, None) is not None:
         write_stamps(folder, stamps)
