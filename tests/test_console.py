@@ -134,7 +134,7 @@ def test_ctrl_c_prints_the_step_and_the_best_validation(data_root, tmp_path):
     ]
     result = python_m_lra(args, tmp_path)
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("lra: interrupted: Ctrl+C at step 3, best val/acc "), result.stderr[-3000:]
+    assert last.startswith("lra: interrupted: SIGINT at step 3, best val/acc "), result.stderr[-3000:]
     assert "was raised with message" not in result.stdout + result.stderr
     row = next(line.split() for line in result.stdout.splitlines() if line.startswith("listops "))
     assert row[4] == "interrupted" and row[5].endswith("%")  # the best validation so far, not "-"
