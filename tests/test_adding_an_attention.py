@@ -92,7 +92,7 @@ def test_an_attention_added_as_the_page_says_passes_the_shared_tests_and_runs(tm
         command = [sys.executable, *args]
         return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
 
-    selected = f"{name} or registered or every_task_composes or benchmark_plots"
+    selected = f"{name} or registered or benchmark_plots"
     pytest_args = ["-v", "-p", "no:randomly", "-p", "no:cacheprovider", "-k", selected]
     tested = python("-m", "pytest", *pytest_args, *(f"tests/test_{module}.py" for module in SHARED_TESTS))
     assert tested.returncode == 0, tested.stdout[-3000:]

@@ -226,7 +226,9 @@ def search_command(data_root: Path, journal: Path, *extra: str) -> list[str]:
 
 @pytest.mark.slow  # two searches of python -m lra at once, in subprocesses
 def test_two_workers_on_one_journal_file_end_with_exactly_n_trials(data_root, tmp_path):
-    command = search_command(data_root, tmp_path / "shared" / "study.journal", "hydra.sweeper.n_trials=4")
+    # heartbeat_s=5: the worker that runs out of trials polls for its partner's every 5 s, not 60.
+    journal = tmp_path / "shared" / "study.journal"
+    command = search_command(data_root, journal, "hydra.sweeper.n_trials=4", "hydra.sweeper.heartbeat_s=5")
     codes, trials = two_workers(command, tmp_path)
     assert codes == [0, 0]
     completed = [trial for trial in trials if trial.state.name == "COMPLETE"]
