@@ -57,6 +57,7 @@ def test_an_entry_point_adds_its_attention_and_its_config(tmp_path, monkeypatch,
     check_config(cfg)
 
 
+@pytest.mark.slow  # writes two distributions' metadata and reloads the zoo's plugins
 def test_a_broken_or_clashing_entry_point_is_one_line_and_the_others_work(
     tmp_path, monkeypatch, restore_registry, caplog
 ):

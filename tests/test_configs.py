@@ -62,6 +62,7 @@ def test_the_model_passes_its_shapes_to_the_attention():
     assert core.key_proj.shape == (4000, 256) and core.scale == 24**-0.5
 
 
+@pytest.mark.slow  # composes and checks a dozen configs per task
 @pytest.mark.parametrize("task", TASKS)
 def test_every_task_composes_with_every_attention(task):
     for name in attention_zoo.available():
