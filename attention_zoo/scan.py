@@ -1,71 +1,105 @@
 """The selective scan of Mamba without a Python loop over the sequence: chunks of the sequence, each
-scanned by blocks, with a short loop over the chunks that carries the state, and a backward written
-out by hand.
+scanned by blocks into buffers the chunks share, with a short loop over the chunks that carries the
+state, and a backward written out by hand.
 
-``linear_scan`` solves ``h_t = a_t * h_{t-1} + b_t`` (``h_{-1} = 0``) by blocks of ``BLOCK``
-positions: every block runs from a zero state, all blocks side by side (a loop over the ``BLOCK``
-positions within a block, never over the sequence), keeping the product of its a's; the states at
-the blocks' ends are the same recurrence over a sequence ``BLOCK`` times shorter, solved the same
-way; each block then adds its entering state times that product. Work and memory are linear in T,
-and every value is a product or sum of the recurrence's own terms (no exponent of a cumulative sum
-that could overflow).
+``BlockScan`` solves ``h_t = a_t * h_{t-1} + b_t`` in place along the first dim by blocks of ``BLOCK``
+positions: all blocks step side by side from a zero state (a loop over the ``BLOCK`` positions
+within a block, never over the sequence), keeping the products of their a's; then, block after
+block, each adds its entering state (the last value of the block before) times those products. Every
+value is a product or sum of the recurrence's own terms (no exponent of a cumulative sum that could
+overflow). With ``reverse`` it solves ``h_t = a_t * h_{t+1} + b_t``, the same way from the end.
 
-``selective_scan`` runs it over chunks of ``chunk`` positions, carrying the state from one chunk to
-the next (``SelectiveScan``). Its backward is the recurrence's own: the gradient g_t reaching h_t
-obeys ``g_t = ∂y_t/∂h_t + a_{t+1} g_{t+1}``, one scan over the reversed chunk, from which every
-input's gradient is a product and a sum. Backward recomputes each chunk from its entering state, so
-what it keeps is the inputs and one state per chunk, linear in the length and free of the (batch,
-seq, channels, state) terms, and autograd records one node instead of the scan's many.
+``SelectiveScan`` runs it over chunks of ``chunk`` positions, carrying the state from one chunk to
+the next. The chunk's tensors of (positions, batch, channels, state) live in four buffers written in
+place (time first, so that every position is one contiguous slice): a fresh tensor of that size per
+operation would cost more in page faults than the arithmetic. The contractions with C, B and the
+gradients are batched matrix products over contiguous (position, batch) pairs. Backward is the
+recurrence's own: the gradient g_t reaching h_t obeys ``g_t = ∂y_t/∂h_t + a_{t+1} g_{t+1}``, one
+reverse scan, from which every input's gradient is a product and a sum. Backward recomputes each
+chunk from its entering state, so what it keeps is the inputs and one state per chunk, linear in the
+length and free of the (batch, seq, channels, state) terms, and autograd records one node instead of
+the scan's many.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 DEFAULT_CHUNK = 128
-BLOCK = 8  # positions per block of ``linear_scan``
+BLOCK = 8  # positions per block of ``BlockScan``; a chunk is rounded up to a multiple of it
+
+
+class BlockScan:
+    """``h_t = a_t * h_{t-1} + h_t`` in place along dim 0 of fixed buffers a, h (T, ...), T a multiple of
+    ``BLOCK``, from a given entering state (module docstring); ``reverse``: ``h_t = a_t * h_{t+1} + h_t``
+    from the end. ``prod`` is scratch space. The views of each step are made once, since the buffers
+    serve every chunk."""
+
+    def __init__(self, a: torch.Tensor, h: torch.Tensor, prod: torch.Tensor, reverse: bool = False) -> None:
+        ab, hb, pb = (t.unflatten(0, (-1, BLOCK)) for t in (a, h, prod))  # (M, k, ...)
+        first, *rest = range(BLOCK - 1, -1, -1) if reverse else range(BLOCK)
+        self.first = (pb[:, first], ab[:, first])
+        order = [first, *rest]  # each step reads the position before it in this order
+        pairs = zip(order[:-1], rest, strict=True)
+        self.steps = [(hb[:, t], ab[:, t], hb[:, p], pb[:, p], pb[:, t]) for p, t in pairs]
+        blocks = range(hb.shape[0] - 1, -1, -1) if reverse else range(hb.shape[0])
+        self.blocks = [(hb[m], pb[m], hb[m, order[-1]]) for m in blocks]
+
+    def __call__(self, carry: torch.Tensor | None) -> None:
+        """Runs the scan; carry (...) enters the first block (None: zero)."""
+        prod, a = self.first
+        prod.copy_(a)
+        for h_t, a_t, h_before, prod_before, prod_t in self.steps:  # every block from a zero state
+            h_t.addcmul_(a_t, h_before)
+            torch.mul(prod_before, a_t, out=prod_t)  # the products of a within the block so far
+        for h_block, prod_block, end in self.blocks:
+            if carry is not None:
+                h_block.addcmul_(prod_block, carry[None])  # the entering state, decayed to each position
+            carry = end
 
 
 def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """h_t = a_t * h_{t-1} + b_t along dim 1, h_{-1} = 0, by blocks (module docstring):
-    a, b (B, T, ...) -> h (B, T, ...)."""
-    length = a.shape[1]
-    if length <= BLOCK:
-        return block_steps(a[:, None], b[:, None])[0][:, 0]
-    pad = -length % BLOCK  # identity steps (a = 1, b = 0) at the end fill the last block
-    if pad:
-        a = torch.cat([a, a.new_ones(a.shape[0], pad, *a.shape[2:])], dim=1)
-        b = torch.cat([b, b.new_zeros(b.shape[0], pad, *b.shape[2:])], dim=1)
-    h, decay = block_steps(a.unflatten(1, (-1, BLOCK)), b.unflatten(1, (-1, BLOCK)))  # (B, M, k, ...)
-    ends = linear_scan(decay[:, :, -1], h[:, :, -1])  # the state at each block's end: (B, M, ...)
-    h[:, 1:].addcmul_(decay[:, 1:], ends[:, :-1, None])  # each block's entering state, decayed
-    return h.flatten(1, 2)[:, :length]
+    """h_t = a_t * h_{t-1} + b_t along dim 1, h_{-1} = 0: a, b (B, T, ...) -> h (B, T, ...)."""
+    length, rest = a.shape[1], (a.shape[0], *a.shape[2:])
+    pad = -length % BLOCK  # identity steps (a = 1, b = 0) fill the last block
+    a = torch.cat([a.movedim(1, 0), a.new_ones(pad, *rest)])  # (T, B, ...)
+    h = torch.cat([b.movedim(1, 0), b.new_zeros(pad, *rest)])
+    BlockScan(a, h, torch.empty_like(a))(None)
+    return h[:length].movedim(0, 1)
 
 
-def block_steps(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every block from a zero state, all blocks at once, one step per position within a block:
-    a, b (B, M, k, ...) -> h and the products a_1 ⋯ a_t within each block (B, M, k, ...)."""
-    h = torch.empty_like(b)
-    h[:, :, 0] = b[:, :, 0]
-    for t in range(1, a.shape[2]):
-        torch.addcmul(b[:, :, t], a[:, :, t], h[:, :, t - 1], out=h[:, :, t])
-    return h, torch.cumprod(a, dim=2)
+class ChunkBuffers:
+    """The four (chunk + 1, batch, channels, state) buffers one scan writes in place, chunk after chunk:
+    ``decay`` exp(Δ_t A) with one spare position at the end, ``states`` with the entering state first,
+    ``grads`` (the gradients reaching h_t) and ``scratch``."""
 
+    def __init__(self, chunk: int, batch: int, channels: int, d_state: int, like: torch.Tensor) -> None:
+        self.decay, self.states, self.grads, self.scratch = (
+            like.new_empty(chunk + 1, batch, channels, d_state) for _ in range(4)
+        )
+        self.scan = BlockScan(self.decay[:chunk], self.states[1:], self.scratch[:chunk])
+        self.reverse_scan = BlockScan(self.decay[1:], self.grads[:chunk], self.scratch[:chunk], reverse=True)
 
-def chunk_states(
-    u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, state: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk's states from ``state``: u, delta (B, T, E), A (E, N), B (B, T, N), state (B, E, N) ->
-    h_t and the step factors exp(Δ_t A), both (B, T, E, N)."""
-    decay = torch.exp(delta[..., None] * A)  # exp(Δ A)
-    inflow = (delta * u)[..., None] * B[:, :, None, :]  # Δ B u
-    inflow[:, 0].addcmul_(decay[:, 0], state)  # the carried state enters at the first step
-    return linear_scan(decay, inflow), decay
+    def run(
+        self, u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, state: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One chunk's states from ``state``: u, delta (T, B, E), A (E, N), B (T, B, N), state (B, E, N)
+        -> h_t and the step factors exp(Δ_t A), both views of the buffers (T, B, E, N)."""
+        length = u.shape[0]  # the chunk
+        decay, h = self.decay[:length], self.states[1:]
+        torch.mul(delta[..., None], A, out=decay).exp_()  # exp(Δ A)
+        torch.mul((delta * u)[..., None], B[:, :, None], out=h)  # Δ B u
+        self.states[0].copy_(state)
+        self.scan(state)
+        return h, decay
 
 
 class SelectiveScan(torch.autograd.Function):
-    """``selective_scan`` over chunks, with the recurrence's own backward (module docstring)."""
+    """``selective_scan`` over chunks, time first, with the recurrence's own backward (module
+    docstring): u, delta (L, B, E), A (E, N), B, C (L, B, N) -> y (L, B, E); L is a multiple of
+    ``chunk``, itself a multiple of ``BLOCK``."""
 
     @staticmethod
     def forward(
@@ -77,43 +111,46 @@ class SelectiveScan(torch.autograd.Function):
         C: torch.Tensor,
         chunk: int,
     ) -> torch.Tensor:
-        batch, length, channels = u.shape
+        length, batch, channels = u.shape
+        buffers = ChunkBuffers(chunk, batch, channels, A.shape[-1], u)
         states = [u.new_zeros(batch, channels, A.shape[-1])]  # entering each chunk: (B, E, N)
-        outputs = []
+        y = torch.empty_like(u)  # (L, B, E)
         for start in range(0, length, chunk):
             part = slice(start, start + chunk)
-            h, _ = chunk_states(u[:, part], delta[:, part], A, B[:, part], states[-1])
-            outputs.append((h * C[:, part, None, :]).sum(-1))  # C_t · h_t: (B, T, E)
-            states.append(h[:, -1].clone())  # a view would keep the whole chunk's states
+            h, _ = buffers.run(u[part], delta[part], A, B[part], states[-1])
+            torch.matmul(h, C[part, :, :, None], out=y[part, :, :, None])  # C_t · h_t
+            states.append(h[-1].clone())
         ctx.save_for_backward(u, delta, A, B, C, *states[:-1])
         ctx.chunk = chunk
-        return torch.cat(outputs, dim=1)  # (B, L, E)
+        return y
 
     @staticmethod
     @once_differentiable
     def backward(ctx: FunctionCtx, grad_y: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         u, delta, A, B, C, *states = ctx.saved_tensors
-        grads = [torch.empty_like(t) for t in (u, delta, B, C)]  # each chunk fills its part
+        _, batch, channels = u.shape
+        buffers = ChunkBuffers(ctx.chunk, batch, channels, A.shape[-1], u)
+        grad_u, grad_delta, grad_B, grad_C = (torch.empty_like(t) for t in (u, delta, B, C))
         grad_A = torch.zeros_like(A)
         carried = torch.zeros_like(states[0])  # the gradient reaching the state leaving the chunk
+        grad_y = grad_y.contiguous()
         for index in reversed(range(len(states))):
             part = slice(index * ctx.chunk, (index + 1) * ctx.chunk)
-            u_c, delta_c, B_c, C_c, dy = u[:, part], delta[:, part], B[:, part], C[:, part], grad_y[:, part]
-            h, decay = chunk_states(u_c, delta_c, A, B_c, states[index])
-            grad_h = dy[..., None] * C_c[:, :, None, :]  # ∂y_t/∂h_t: (B, T, E, N)
-            grad_h[:, -1] += carried
-            after = torch.cat([decay[:, 1:], torch.zeros_like(decay[:, :1])], dim=1)  # a_{t+1}, 0 at the end
-            g = linear_scan(after.flip(1), grad_h.flip(1)).flip(1)  # gradient of each step's output
-            before = torch.cat([states[index][:, None], h[:, :-1]], dim=1)  # h_{t-1}
-            grad_log_decay = g * before * decay  # ∂/∂(Δ_t A)
-            grad_x = (g * B_c[:, :, None, :]).sum(-1)  # ∂/∂(Δ_t u_t): (B, T, E)
-            grads[0][:, part] = grad_x * delta_c
-            grads[1][:, part] = grad_x * u_c + (grad_log_decay * A).sum(-1)
-            grads[2][:, part] = (g * (delta_c * u_c)[..., None]).sum(2)  # (B, T, N)
-            grads[3][:, part] = (h * dy[..., None]).sum(2)
-            grad_A += (grad_log_decay * delta_c[..., None]).sum((0, 1))
-            carried = g[:, 0] * decay[:, 0]
-        grad_u, grad_delta, grad_B, grad_C = grads
+            u_c, delta_c, B_c, C_c, dy = u[part], delta[part], B[part], C[part], grad_y[part]
+            h, decay = buffers.run(u_c, delta_c, A, B_c, states[index])
+            g, scratch = buffers.grads[: ctx.chunk], buffers.scratch[: ctx.chunk]
+            torch.mul(dy[..., None], C_c[:, :, None], out=g)  # ∂y_t/∂h_t
+            buffers.decay[ctx.chunk].fill_(1.0)  # the last position's a_{t+1}: carried holds it already
+            buffers.reverse_scan(carried)
+            carried = g[0] * decay[0]
+            grad_log_decay = torch.mul(buffers.states[: ctx.chunk], decay, out=scratch).mul_(g)  # ∂/∂(Δ_t A)
+            grad_A += torch.mul(grad_log_decay, delta_c[..., None], out=decay).sum((0, 1))
+            grad_x = torch.matmul(g, B_c[..., None])[..., 0]  # ∂/∂(Δ_t u_t): (T, B, E)
+            torch.mul(grad_x, delta_c, out=grad_u[part])
+            torch.mul(grad_log_decay, A, out=grad_log_decay)
+            torch.addcmul(grad_log_decay.sum(-1), grad_x, u_c, out=grad_delta[part])
+            torch.matmul((delta_c * u_c)[:, :, None], g, out=grad_B[part, :, None])  # (T, B, 1, N)
+            torch.matmul(dy[:, :, None], h, out=grad_C[part, :, None])
         return grad_u, grad_delta, grad_A, grad_B, grad_C, None
 
 
@@ -137,5 +174,11 @@ def selective_scan(
 def chunked_scan(
     u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, chunk: int
 ) -> torch.Tensor:
-    """``selective_scan`` in the inputs' own dtype (``SelectiveScan``): shapes as there."""
-    return SelectiveScan.apply(u, delta, A, B, C, chunk)
+    """``selective_scan`` in the inputs' own dtype (``SelectiveScan``): shapes as there. ``chunk`` is
+    rounded up to a multiple of ``BLOCK`` and down to the length so rounded; the sequence is padded
+    to a multiple of it with steps of Δ = 0, which change no state."""
+    length = u.shape[1]
+    chunk = min(-(-chunk // BLOCK), -(-length // BLOCK)) * BLOCK
+    pad = -length % chunk
+    u, delta, B, C = (F.pad(t, (0, 0, 0, pad)).transpose(0, 1).contiguous() for t in (u, delta, B, C))
+    return SelectiveScan.apply(u, delta, A, B, C, chunk).transpose(0, 1)[:, :length]
