@@ -177,6 +177,7 @@ class BigBirdAttention(nn.Module):
         middle_queries = q[:, :, size:-size].reshape(batch, heads * (num_blocks - 2), size, dim)
         middle_out = F.scaled_dot_product_attention(middle_queries, keys, values, attn_mask=key_bias)
 
-        middle_out = middle_out.view(batch, heads, (num_blocks - 2) * size, dim)
+        # reshape, not view: a fused CUDA kernel may return its output in another memory layout
+        middle_out = middle_out.reshape(batch, heads, (num_blocks - 2) * size, dim)
         out = torch.cat([global_out[:, :, :size], middle_out, global_out[:, :, size:]], dim=2)
         return out[:, :, :length]

@@ -73,6 +73,28 @@ def test_mixer_forward_and_backward_under_bf16_autocast(name):
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
 
 
+def test_bigbird_block_sparse_path_matches_the_cpu():
+    """1024 tokens in blocks of 64: the sparse path (the default test length is short enough to be
+    exact attention), whose fused SDPA output comes in another memory layout than the CPU's."""
+    q, k, v, mask = make_inputs([1024, 700], seq=1024)
+    core = build("bigbird", seq=1024)
+    assert -(-1024 // core.block_size) >= core.min_blocks()
+    out = core(q, k, v, mask)
+    (out * mask[:, None, :, None]).square().sum().backward()
+    on_cpu = [t.detach().cpu().requires_grad_(True) for t in (q, k, v)]
+    expected = core.cpu()(*on_cpu, mask.cpu())
+    (expected * mask.cpu()[:, None, :, None]).square().sum().backward()
+    for label, a, b in zip(
+        ("out", "dq", "dk", "dv"),
+        (out, q.grad, k.grad, v.grad),
+        (expected, *(t.grad for t in on_cpu)),
+        strict=True,
+    ):
+        torch.testing.assert_close(
+            a.cpu(), b, atol=1e-4, rtol=1e-4, msg=lambda text, label=label: f"{label}: {text}"
+        )
+
+
 def run_on(backends: list[SDPBackend], name: str, lengths: list[int] | None, autocast: bool):
     """Output and input gradients of ``name`` with SDPA restricted to ``backends``."""
     q, k, v, mask = make_inputs(lengths)

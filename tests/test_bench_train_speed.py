@@ -153,4 +153,5 @@ def test_train_speed_on_cuda_in_bf16(tmp_path):
     _, rows = read_csv(tmp_path / "train_speed_cuda.csv")
     assert len(rows) == 4 and all(r["status"] == "ok" and float(r["peak_mem_mb"]) > 0 for r in rows)
     report = (tmp_path / "train_speed_cuda.md").read_text()
-    assert "bf16 autocast" in report and "max_memory_allocated" in report and "comparison only" not in report
+    assert "`trainer.precision` (`bf16-mixed`)" in report and "max_memory_allocated" in report
+    assert "comparison only" not in report
