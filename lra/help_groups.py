@@ -4,10 +4,14 @@ conf/hydra/help/lra.yaml): those a user picks on the command line.
 A group that conf/config.yaml's defaults list selects from other choices (``experiment_attention``
 by ``${experiment}/${attention}``, ``pretrain_task``, ``search_space``) is left out: a user never
 names it, and its options are the choices of the groups it follows.
+
+The help template is a string of the ``hydra`` node, which Hydra's composition dereferences at
+several of its merges, so the listing (which lists every group's options) is made once per process.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from hydra.core.global_hydra import GlobalHydra
@@ -32,6 +36,7 @@ def derived_groups(config_file: Path = Path(CONFIG_DIR) / "config.yaml") -> set[
     return groups
 
 
+@functools.cache
 def user_config_groups() -> str:
     """One line per group a user picks, ``group: option, option, ...``, as Hydra's help writes them."""
     hidden = derived_groups()
