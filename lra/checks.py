@@ -31,9 +31,10 @@ from attention_zoo.registry import (
     Probability,
 )
 from lra.errors import ConfigError
+from lra.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
 from lra.hydra_errors import nearest
 from lra.loggers import check_loggers
-from lra.model import ACTIVATIONS, DUAL_FEATURES, NORMS, POOLINGS
+from lra.model import NORMS
 from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES

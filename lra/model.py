@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from attention_zoo import MultiHeadSelfAttention, is_mixer, tie_layers
+from lra.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
 
 EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
@@ -131,33 +132,6 @@ def exempt_norms_and_biases(module: nn.Module) -> None:
         for name, parameter in sub.named_parameters(recurse=False):
             if name.endswith("bias") or isinstance(sub, (nn.LayerNorm, nn.BatchNorm1d)):
                 parameter._optim = {"weight_decay": 0.0} | getattr(parameter, "_optim", {})
-
-
-def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The mean of the token states over the real positions: (B, N, dim), mask (B, N) -> (B, dim)."""
-    weights = mask.to(states.dtype)[..., None]  # (B, N, 1)
-    return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
-
-
-def first_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The first position's state (the CLS token's, when the encoder has one): (B, N, dim) -> (B, dim)."""
-    return states[:, 0]
-
-
-def max_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The largest state of each feature over the real positions: (B, N, dim), mask (B, N) -> (B, dim)."""
-    return states.masked_fill(~mask[..., None], float("-inf")).amax(dim=1)
-
-
-Pair = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-POOLINGS: dict[str, Pair] = {"mean": mean_pool, "first": first_pool, "max": max_pool}
-# The activation after each hidden layer of the classifier.
-ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
-# How Retrieval combines the documents' vectors u, v (B, dim) -> (B, factor * dim): name -> (combine, factor).
-DUAL_FEATURES: dict[str, tuple[Pair, int]] = {
-    "nli": (lambda u, v: torch.cat([u, v, u * v, u - v], dim=-1), 4),
-    "concat": (lambda u, v: torch.cat([u, v], dim=-1), 2),
-}
 
 
 def choice(option: str, value: str, valid: dict) -> None:

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
 # Keys that say how or where a run executes, not what it computes: a run may resume with others
-# (lra.resume), and a search's name leaves them out (lra.search.study).
+# (lra.run_identity), and a search's name leaves them out (lra.search.study).
 IGNORED_KEYS = ("resume", "num_workers", "threads", "steady_heap", "data_root")
 # The options of pretrain=masked: a run from scratch ignores them, and its name leaves them out.
 PRETRAIN_OPTIONS = "pretrain."

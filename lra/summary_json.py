@@ -163,7 +163,7 @@ def make_summary(
     pretrain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json record of one run; ``job``: its ``name``, varied ``options`` and
-    ``fingerprint`` (``lra.resume.job_record``); ``pretrain``: what its pretraining stage recorded
+    ``fingerprint`` (``lra.run_identity.job_record``); ``pretrain``: what its pretraining stage recorded
     (None: what its config plans, ``planned_pretrain``). The record::
 
         {"schema": SCHEMA (2: no "pretrain"; a summary without it is schema 1: no majority_share, no
@@ -187,7 +187,7 @@ def make_summary(
                  pretraining seconds, or null} (docs/pretraining.md),
          "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
          "preset": the experiment= preset it trained under, or null,
-         "fingerprint": the hash of what it computes (lra.resume.job_fingerprint)}
+         "fingerprint": the hash of what it computes (lra.run_identity.job_fingerprint)}
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")

@@ -37,9 +37,9 @@ from lra.resume import (
     RunPlan,
     checkpoint_step,
     is_pretraining_checkpoint,
-    job_record,
     record_plan,
 )
+from lra.run_identity import job_record
 from lra.run_lock import RunLock
 from lra.summary_json import now_iso
 from lra.trainers import best_checkpoint, stage_trainer

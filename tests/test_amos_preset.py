@@ -11,7 +11,7 @@ from conftest import compose_config, smoke_overrides
 
 from lra.checks import check_config
 from lra.errors import ConfigError
-from lra.model import max_pool
+from lra.heads import max_pool
 from lra.schedules import build_schedule
 from lra.train import build_model, run
 

@@ -15,7 +15,7 @@ from lra.checks import check_config
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
 from lra.pretrain_stage import is_masked, stage_steps
 from lra.pretraining import PretrainInputs, sequences
-from lra.resume import comparable_config, job_record
+from lra.run_identity import comparable_config, job_record
 
 MASKED_OPTIONS = ["pretrain.steps=100", "pretrain.mask_prob=0.2", "pretrain.loss=l1", "pretrain.lr=1e-4"]
 

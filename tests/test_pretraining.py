@@ -32,7 +32,7 @@ from lra.model import padding_mask
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
 from lra.pretrain_stage import WEIGHTS_FILE, encoder_identity, save_weights, unwrapped
 from lra.pretraining import MaskedPretrainModule, choose_masked
-from lra.resume import comparable_config
+from lra.run_identity import comparable_config
 from lra.summary_tables import format_table
 from lra.train import build_model, run
 

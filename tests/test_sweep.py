@@ -13,7 +13,8 @@ from test_resume import SIGNAL_STEP, assert_finished_as_one_run, fake_run, in_pr
 from lra.errors import ConfigError
 from lra.loggers import RunIdentity
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys, run_name, short_keys, swept_keys
-from lra.resume import POINTER_FILE, comparable_config, comparable_overrides, job_fingerprint, plan_run
+from lra.resume import POINTER_FILE, plan_run
+from lra.run_identity import comparable_config, comparable_overrides, job_fingerprint
 from lra.summary_json import read_summaries
 from lra.summary_tables import format_table
 from lra.train import run

@@ -6,7 +6,7 @@ runs of a figure into panels, ``figures`` and ``figure3`` draw, ``spt`` sets run
 self-pretrained ones, ``paper_layouts`` says which tables and figures each paper has, ``studies`` adds the
 hyperparameter searches, ``document`` assembles the markdown and ``wandb_log`` logs the same to W&B;
 ``progress`` counts a sweep's jobs by state. It imports the job's record formats (``lra.summary_json``,
-``lra.resume``, ``lra.naming``, ``lra.search.study``) and the modules it shares with ``lra.bench``
+``lra.run_identity``, ``lra.naming``, ``lra.search.study``) and the modules it shares with ``lra.bench``
 (``lra.provenance``, ``lra.published_numbers``, ``lra.plotting``), never ``lra.bench``. Nothing is
 imported here, so a submodule loads only what it needs.
 """

@@ -29,7 +29,7 @@ from lra.one_line import one_line
 from lra.provenance import markdown_table
 from lra.report.runs import SPT
 from lra.report.selection import Selection
-from lra.resume import RUN_FILE
+from lra.run_identity import RUN_FILE
 from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
 from lra.summary_tables import shared_failure
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
 
-from lra.resume import RUN_FILE
+from lra.run_identity import RUN_FILE
 from lra.summary_json import SUMMARY_FILE
 
 FAILED = ("failed", "nan", "unreadable")
