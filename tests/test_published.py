@@ -9,17 +9,14 @@ from itertools import pairwise
 import pytest
 
 import attention_zoo
+from lra.published_costs import LAYER_COST, LAYER_COST_LENGTHS, RUN_COST, layer_cost_baseline
 from lra.published_numbers import (
     ACCURACY,
     AMOS_SPT_ACCURACY,
-    LAYER_COST,
-    LAYER_COST_LENGTHS,
     LRA_ACCURACY,
-    RUN_COST,
     SKYFORMER_ACCURACY,
     SSM_ACCURACY,
     TASKS,
-    layer_cost_baseline,
 )
 
 SKYFORMER_ROWS = set(

@@ -6,6 +6,7 @@ measures one configuration (``*_measure``; ``authors_cores`` for ``compare``). A
 (a timed step's time and peak memory, in this process or a fresh interpreter) and ``output`` (the CSV,
 the page with its provenance, the figure). May import ``attention_zoo``, the harness (``lra.model``,
 ``lra.train``, ``lra.checks``, ``lra.memory``, ``lra.paths``, ``lra.summary_json``) and the modules
-below both it and ``lra.report`` (``lra.provenance``, ``lra.published_numbers``, ``lra.plotting``);
-never ``lra.report`` or ``lra.__main__``. Nothing is imported here.
+below both it and ``lra.report`` (``lra.provenance``, ``lra.published_numbers``,
+``lra.published_costs``, ``lra.plotting``); never ``lra.report`` or ``lra.__main__``. Nothing is
+imported here.
 """

@@ -32,7 +32,7 @@ from lra.bench.measuring import Failure, StepTimes, measure_step
 from lra.checks import check_config
 from lra.memory import keep_freed_heap
 from lra.paths import CONFIG_DIR
-from lra.published_numbers import RUN_COST
+from lra.published_costs import RUN_COST
 from lra.train import build_module
 from lra.trainers import clipping
 

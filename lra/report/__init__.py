@@ -7,6 +7,6 @@ self-pretrained ones, ``paper_layouts`` says which tables and figures each paper
 hyperparameter searches, ``document`` assembles the markdown and ``wandb_log`` logs the same to W&B;
 ``progress`` counts a sweep's jobs by state. It imports the job's record formats (``lra.summary_json``,
 ``lra.run_identity``, ``lra.naming``, ``lra.search.study``) and the modules it shares with ``lra.bench``
-(``lra.provenance``, ``lra.published_numbers``, ``lra.plotting``), never ``lra.bench``. Nothing is
-imported here, so a submodule loads only what it needs.
+(``lra.provenance``, ``lra.published_numbers``, ``lra.published_costs``, ``lra.plotting``), never
+``lra.bench``. Nothing is imported here, so a submodule loads only what it needs.
 """

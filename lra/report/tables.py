@@ -8,9 +8,8 @@ from collections.abc import Sequence
 
 from lra.one_line import one_line
 from lra.provenance import markdown_table
+from lra.published_costs import RUN_COST, RUN_COST_PAPER
 from lra.published_numbers import (
-    RUN_COST,
-    RUN_COST_PAPER,
     SKYFORMER_ACCURACY,
     SKYFORMER_TASK_ORDER,
     SSM_COLUMNS,
