@@ -12,6 +12,7 @@ import pytest
 from helpers.report_summaries import write_summary
 
 from lra.report.cli import main
+from lra.report.compare import CompareError
 from lra.report.intervals import interval, t_critical
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +54,22 @@ def test_compare_gives_the_paired_difference_per_task_over_the_shared_seeds(tmp_
         f"nystrom − standard on listops: +{mean:.2f} [{low:.2f}, {high:.2f}] over 2 seeds".replace("-", "−"),
         "nystrom − standard on image: +2.00 over 1 seed (no interval from one seed)",
     ]
+
+
+def test_a_bare_attention_name_stands_for_its_one_variant_and_several_must_be_named(tmp_path: Path, capsys):
+    def s4d(d_state: int) -> dict:
+        return {"attention": {"name": "s4d", "d_state": d_state}}
+
+    for seed in (0, 1):
+        write_summary(tmp_path, "listops", "s4d", seed, 0.40 + seed / 100, config=s4d(16))
+        write_summary(tmp_path, "listops", "standard", seed, 0.38)
+    assert main(["--runs", str(tmp_path), "--compare", "s4d", "standard"]) == 0
+    assert capsys.readouterr().out.startswith("s4d (d_state=16) − standard on listops: +2.50 [")
+    write_summary(tmp_path, "listops", "s4d", 2, 0.41, config=s4d(32))
+    with pytest.raises(CompareError) as error:
+        main(["--runs", str(tmp_path), "--compare", "s4d", "standard"])
+    several = "s4d (d_state=16), s4d (d_state=32)"
+    assert str(error.value) == f"--compare: 's4d' ran as several variants; name one: {several}"
 
 
 def test_compare_of_a_variant_without_runs_is_one_line_naming_the_variants(tmp_path: Path):

@@ -5,8 +5,10 @@ interval (``lra.report.intervals``)::
     nystrom − standard on listops: −0.80 [−2.10, 0.50] over 3 seeds
 
 ``A`` and ``B`` are variants as the figures name them (``Run.label``): an attention, with its
-non-default options and ``SPT`` where they apply (``nystrom``, ``'nystrom (num_landmarks=32)'``).
-Each seed's difference is A's accuracy minus B's, in points; the interval is that of their mean.
+non-default options and ``SPT`` where they apply (``nystrom``, ``'nystrom (num_landmarks=32)'``). A
+bare attention name stands for its variant when the runs have only one (``s4d`` for ``'s4d
+(d_state=16)'`` after a sweep with ``features=16``). Each seed's difference is A's accuracy minus
+B's, in points; the interval is that of their mean.
 """
 
 from __future__ import annotations
@@ -50,14 +52,28 @@ def paired_line(first: str, second: str, scope: str, a: dict, b: dict) -> str:
     return f"{head} {mean} [{signed(bounds[0])}, {signed(bounds[1])}] over {len(shared)} seeds"
 
 
+def variant(name: str, completed: Sequence[Run]) -> str | None:
+    """The variant ``name`` means: itself, or the one variant of the attention it names; None if neither.
+    A ``CompareError`` when the attention has several variants."""
+    labels = {run.label for run in completed}
+    if name in labels:
+        return name
+    of_attention = sorted({run.label for run in completed if run.attention == name})
+    if len(of_attention) > 1:
+        several = ", ".join(of_attention)
+        raise CompareError(f"--compare: {name!r} ran as several variants; name one: {several}")
+    return of_attention[0] if of_attention else None
+
+
 def compare_lines(runs: Sequence[Run], first: str, second: str, metric: str = "test/acc") -> list[str]:
     """A line per task (× data set × protocol) where both variants have completed runs."""
     completed = [run for run in latest_per_seed(runs) if run.metrics.get(metric) is not None]
-    labels = sorted({run.label for run in completed})
-    unknown = [label for label in (first, second) if label not in labels]
+    resolved = [variant(name, completed) for name in (first, second)]
+    unknown = [name for name, found in zip((first, second), resolved, strict=True) if found is None]
     if unknown:
-        named = ", ".join(map(repr, unknown))
+        named, labels = ", ".join(map(repr, unknown)), sorted({run.label for run in completed})
         raise CompareError(f"--compare: no completed run of {named}; the runs' variants: {', '.join(labels)}")
+    first, second = resolved
     groups = group_runs(completed)
     several = len({panel.protocol for panel in groups}) > 1
     lines = []
