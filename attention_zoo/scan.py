@@ -71,24 +71,24 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 class ChunkBuffers:
-    """The four (chunk + 1, batch, channels, state) buffers one scan writes in place, chunk after chunk:
-    ``decay`` exp(Δ_t A) with one spare position at the end, ``states`` with the entering state first,
-    ``grads`` (the gradients reaching h_t) and ``scratch``."""
+    """The four (positions, batch, channels, state) buffers one scan writes in place, chunk after chunk:
+    ``decay`` exp(Δ_t A) with a spare last position of 1 (the reverse scan's a_{t+1} after the chunk,
+    which the carried gradient already holds), ``states`` with the entering state first, ``grads`` (the
+    gradients reaching h_t) and ``scratch``."""
 
     def __init__(self, chunk: int, batch: int, channels: int, d_state: int, like: torch.Tensor) -> None:
-        self.decay, self.states, self.grads, self.scratch = (
-            like.new_empty(chunk + 1, batch, channels, d_state) for _ in range(4)
-        )
-        self.scan = BlockScan(self.decay[:chunk], self.states[1:], self.scratch[:chunk])
-        self.reverse_scan = BlockScan(self.decay[1:], self.grads[:chunk], self.scratch[:chunk], reverse=True)
+        self.decay, self.states = (like.new_empty(chunk + 1, batch, channels, d_state) for _ in range(2))
+        self.grads, self.scratch = (like.new_empty(chunk, batch, channels, d_state) for _ in range(2))
+        self.decay[-1] = 1.0
+        self.scan = BlockScan(self.decay[:-1], self.states[1:], self.scratch)
+        self.reverse_scan = BlockScan(self.decay[1:], self.grads, self.scratch, reverse=True)
 
     def run(
         self, u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, state: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One chunk's states from ``state``: u, delta (T, B, E), A (E, N), B (T, B, N), state (B, E, N)
         -> h_t and the step factors exp(Δ_t A), both views of the buffers (T, B, E, N)."""
-        length = u.shape[0]  # the chunk
-        decay, h = self.decay[:length], self.states[1:]
+        decay, h = self.decay[:-1], self.states[1:]
         torch.mul(delta[..., None], A, out=decay).exp_()  # exp(Δ A)
         torch.mul((delta * u)[..., None], B[:, :, None], out=h)  # Δ B u
         self.states[0].copy_(state)
@@ -138,12 +138,10 @@ class SelectiveScan(torch.autograd.Function):
             part = slice(index * ctx.chunk, (index + 1) * ctx.chunk)
             u_c, delta_c, B_c, C_c, dy = u[part], delta[part], B[part], C[part], grad_y[part]
             h, decay = buffers.run(u_c, delta_c, A, B_c, states[index])
-            g, scratch = buffers.grads[: ctx.chunk], buffers.scratch[: ctx.chunk]
-            torch.mul(dy[..., None], C_c[:, :, None], out=g)  # ∂y_t/∂h_t
-            buffers.decay[ctx.chunk].fill_(1.0)  # the last position's a_{t+1}: carried holds it already
+            g = torch.mul(dy[..., None], C_c[:, :, None], out=buffers.grads)  # ∂y_t/∂h_t
             buffers.reverse_scan(carried)
             carried = g[0] * decay[0]
-            grad_log_decay = torch.mul(buffers.states[: ctx.chunk], decay, out=scratch).mul_(g)  # ∂/∂(Δ_t A)
+            grad_log_decay = torch.mul(buffers.states[:-1], decay, out=buffers.scratch).mul_(g)  # ∂/∂(Δ_t A)
             grad_A += torch.mul(grad_log_decay, delta_c[..., None], out=decay).sum((0, 1))
             grad_x = torch.matmul(g, B_c[..., None])[..., 0]  # ∂/∂(Δ_t u_t): (T, B, E)
             torch.mul(grad_x, delta_c, out=grad_u[part])
@@ -180,5 +178,6 @@ def chunked_scan(
     length = u.shape[1]
     chunk = min(-(-chunk // BLOCK), -(-length // BLOCK)) * BLOCK
     pad = -length % chunk
-    u, delta, B, C = (F.pad(t, (0, 0, 0, pad)).transpose(0, 1).contiguous() for t in (u, delta, B, C))
+    # time first, padded: one new contiguous tensor each
+    u, delta, B, C = (F.pad(t.transpose(0, 1), (0, 0, 0, 0, 0, pad)) for t in (u, delta, B, C))
     return SelectiveScan.apply(u, delta, A, B, C, chunk).transpose(0, 1)[:, :length]
