@@ -40,7 +40,7 @@ class SelectiveSSM(nn.Module):
     ) -> None:
         super().__init__()
         self.dt_rank, self.d_state, self.chunk = dt_rank, d_state, chunk
-        self.conv1d = nn.Conv1d(channels, channels, d_conv, groups=channels, padding=d_conv - 1)
+        self.conv1d = nn.Conv1d(channels, channels, d_conv, groups=channels)  # weights; see causal_conv
         self.x_proj = nn.Linear(channels, dt_rank + 2 * d_state, bias=False)
         self.dt_proj = nn.Linear(dt_rank, channels)
         nn.init.uniform_(self.dt_proj.weight, -(dt_rank**-0.5), dt_rank**-0.5)
@@ -54,9 +54,18 @@ class SelectiveSSM(nn.Module):
         for parameter in (self.A_log, self.D):
             parameter._optim = {"weight_decay": 0.0}
 
+    def causal_conv(self, u: torch.Tensor) -> torch.Tensor:
+        """The depthwise causal convolution in the tokens' own layout: u (B, L, E) -> (B, L, E), each
+        position from itself and the ``d_conv - 1`` before it. Seen as a (B, E, 1, L) image stored
+        channels-last, the convolution reads and writes (B, L, E) rows as they lie, where ``conv1d``
+        on (B, E, L) would transpose the input and leave its output transposed for every later op."""
+        width = self.conv1d.kernel_size[0]
+        image = F.pad(u, (0, 0, width - 1, 0)).transpose(1, 2).unsqueeze(2)  # (B, E, 1, L + width - 1)
+        out = F.conv2d(image, self.conv1d.weight.unsqueeze(2), self.conv1d.bias, groups=u.shape[-1])
+        return out.squeeze(2).transpose(1, 2)  # (B, L, E), rows contiguous
+
     def forward(self, u: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        length = u.shape[1]
-        h = F.silu(self.conv1d(u.transpose(1, 2))[..., :length].transpose(1, 2))  # causal: (B, L, E)
+        h = F.silu(self.causal_conv(u))  # (B, L, E)
         dt, B, C = self.x_proj(h).split([self.dt_rank, self.d_state, self.d_state], dim=-1)  # (B, L, R|N|N)
         delta = F.softplus(self.dt_proj(dt).float())  # (B, L, E)
         if mask is not None:

@@ -10,10 +10,12 @@ value is a product or sum of the recurrence's own terms (no exponent of a cumula
 overflow). With ``reverse`` it solves ``h_t = a_t * h_{t+1} + b_t``, the same way from the end.
 
 ``SelectiveScan`` runs it over chunks of ``chunk`` positions, carrying the state from one chunk to
-the next. The chunk's tensors of (positions, batch, channels, state) live in four buffers written in
+the next. The chunk's tensors of (positions, batch, state, channels) live in four buffers written in
 place (time first, so that every position is one contiguous slice): a fresh tensor of that size per
 operation would cost more in page faults than the arithmetic. The contractions with C, B and the
-gradients are batched matrix products over contiguous (position, batch) pairs. Backward is the
+gradients are batched products of a row with a (state, channels) matrix over contiguous (position,
+batch) pairs: channels last, so that each product is one pass over long rows rather than a
+matrix-vector product per channel. Backward is the
 recurrence's own: the gradient g_t reaching h_t obeys ``g_t = ∂y_t/∂h_t + a_{t+1} g_{t+1}``, one
 reverse scan, from which every input's gradient is a product and a sum. Backward recomputes each
 chunk from its entering state, so what it keeps is the inputs and one state per chunk, linear in the
@@ -24,7 +26,6 @@ the scan's many.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 DEFAULT_CHUNK = 128
@@ -71,14 +72,14 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 class ChunkBuffers:
-    """The four (positions, batch, channels, state) buffers one scan writes in place, chunk after chunk:
+    """The four (positions, batch, state, channels) buffers one scan writes in place, chunk after chunk:
     ``decay`` exp(Δ_t A) with a spare last position of 1 (the reverse scan's a_{t+1} after the chunk,
     which the carried gradient already holds), ``states`` with the entering state first, ``grads`` (the
     gradients reaching h_t) and ``scratch``."""
 
     def __init__(self, chunk: int, batch: int, channels: int, d_state: int, like: torch.Tensor) -> None:
-        self.decay, self.states = (like.new_empty(chunk + 1, batch, channels, d_state) for _ in range(2))
-        self.grads, self.scratch = (like.new_empty(chunk, batch, channels, d_state) for _ in range(2))
+        self.decay, self.states = (like.new_empty(chunk + 1, batch, d_state, channels) for _ in range(2))
+        self.grads, self.scratch = (like.new_empty(chunk, batch, d_state, channels) for _ in range(2))
         self.decay[-1] = 1.0
         self.scan = BlockScan(self.decay[:-1], self.states[1:], self.scratch)
         self.reverse_scan = BlockScan(self.decay[1:], self.grads, self.scratch, reverse=True)
@@ -86,11 +87,11 @@ class ChunkBuffers:
     def run(
         self, u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, state: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One chunk's states from ``state``: u, delta (T, B, E), A (E, N), B (T, B, N), state (B, E, N)
-        -> h_t and the step factors exp(Δ_t A), both views of the buffers (T, B, E, N)."""
+        """One chunk's states from ``state``: u, delta (T, B, E), A (N, E), B (T, B, N), state (B, N, E)
+        -> h_t and the step factors exp(Δ_t A), both views of the buffers (T, B, N, E)."""
         decay, h = self.decay[:-1], self.states[1:]
-        torch.mul(delta[..., None], A, out=decay).exp_()  # exp(Δ A)
-        torch.mul((delta * u)[..., None], B[:, :, None], out=h)  # Δ B u
+        torch.mul(delta[:, :, None], A, out=decay).exp_()  # exp(Δ A)
+        torch.mul((delta * u)[:, :, None], B[..., None], out=h)  # Δ B u
         self.states[0].copy_(state)
         self.scan(state)
         return h, decay
@@ -98,7 +99,7 @@ class ChunkBuffers:
 
 class SelectiveScan(torch.autograd.Function):
     """``selective_scan`` over chunks, time first, with the recurrence's own backward (module
-    docstring): u, delta (L, B, E), A (E, N), B, C (L, B, N) -> y (L, B, E); L is a multiple of
+    docstring): u, delta (L, B, E), A (N, E), B, C (L, B, N) -> y (L, B, E); L is a multiple of
     ``chunk``, itself a multiple of ``BLOCK``."""
 
     @staticmethod
@@ -112,13 +113,13 @@ class SelectiveScan(torch.autograd.Function):
         chunk: int,
     ) -> torch.Tensor:
         length, batch, channels = u.shape
-        buffers = ChunkBuffers(chunk, batch, channels, A.shape[-1], u)
-        states = [u.new_zeros(batch, channels, A.shape[-1])]  # entering each chunk: (B, E, N)
+        buffers = ChunkBuffers(chunk, batch, channels, A.shape[0], u)
+        states = [u.new_zeros(batch, A.shape[0], channels)]  # entering each chunk: (B, N, E)
         y = torch.empty_like(u)  # (L, B, E)
         for start in range(0, length, chunk):
             part = slice(start, start + chunk)
             h, _ = buffers.run(u[part], delta[part], A, B[part], states[-1])
-            torch.matmul(h, C[part, :, :, None], out=y[part, :, :, None])  # C_t · h_t
+            torch.matmul(C[part, :, None], h, out=y[part, :, None])  # C_t · h_t
             states.append(h[-1].clone())
         ctx.save_for_backward(u, delta, A, B, C, *states[:-1])
         ctx.chunk = chunk
@@ -129,7 +130,7 @@ class SelectiveScan(torch.autograd.Function):
     def backward(ctx: FunctionCtx, grad_y: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         u, delta, A, B, C, *states = ctx.saved_tensors
         _, batch, channels = u.shape
-        buffers = ChunkBuffers(ctx.chunk, batch, channels, A.shape[-1], u)
+        buffers = ChunkBuffers(ctx.chunk, batch, channels, A.shape[0], u)
         grad_u, grad_delta, grad_B, grad_C = (torch.empty_like(t) for t in (u, delta, B, C))
         grad_A = torch.zeros_like(A)
         carried = torch.zeros_like(states[0])  # the gradient reaching the state leaving the chunk
@@ -138,17 +139,17 @@ class SelectiveScan(torch.autograd.Function):
             part = slice(index * ctx.chunk, (index + 1) * ctx.chunk)
             u_c, delta_c, B_c, C_c, dy = u[part], delta[part], B[part], C[part], grad_y[part]
             h, decay = buffers.run(u_c, delta_c, A, B_c, states[index])
-            g = torch.mul(dy[..., None], C_c[:, :, None], out=buffers.grads)  # ∂y_t/∂h_t
+            g = torch.mul(dy[:, :, None], C_c[..., None], out=buffers.grads)  # ∂y_t/∂h_t
             buffers.reverse_scan(carried)
             carried = g[0] * decay[0]
             grad_log_decay = torch.mul(buffers.states[:-1], decay, out=buffers.scratch).mul_(g)  # ∂/∂(Δ_t A)
-            grad_A += torch.mul(grad_log_decay, delta_c[..., None], out=decay).sum((0, 1))
-            grad_x = torch.matmul(g, B_c[..., None])[..., 0]  # ∂/∂(Δ_t u_t): (T, B, E)
+            grad_A += torch.mul(grad_log_decay, delta_c[:, :, None], out=decay).sum((0, 1))
+            grad_x = torch.matmul(B_c[:, :, None], g)[:, :, 0]  # ∂/∂(Δ_t u_t): (T, B, E)
             torch.mul(grad_x, delta_c, out=grad_u[part])
             torch.mul(grad_log_decay, A, out=grad_log_decay)
-            torch.addcmul(grad_log_decay.sum(-1), grad_x, u_c, out=grad_delta[part])
-            torch.matmul((delta_c * u_c)[:, :, None], g, out=grad_B[part, :, None])  # (T, B, 1, N)
-            torch.matmul(dy[:, :, None], h, out=grad_C[part, :, None])
+            torch.addcmul(grad_log_decay.sum(-2), grad_x, u_c, out=grad_delta[part])
+            torch.matmul((delta_c * u_c)[:, :, None], g.transpose(-1, -2), out=grad_B[part, :, None])
+            torch.matmul(dy[:, :, None], h.transpose(-1, -2), out=grad_C[part, :, None])  # (T, B, 1, N)
         return grad_u, grad_delta, grad_A, grad_B, grad_C, None
 
 
@@ -169,6 +170,17 @@ def selective_scan(
         return chunked_scan(*(t.float() for t in (u, delta, A, B, C)), chunk)
 
 
+def time_first(t: torch.Tensor, pad: int) -> torch.Tensor:
+    """(B, L, X) -> a new contiguous (L + pad, B, X), zero after L, whatever t's strides (the
+    batched products over its positions need rows in place, and a padding that copies t could keep
+    them transposed)."""
+    length, batch, rest = t.shape[1], t.shape[0], t.shape[2:]
+    out = t.new_empty(length + pad, batch, *rest)
+    out[:length].copy_(t.transpose(0, 1))
+    out[length:].zero_()
+    return out
+
+
 def chunked_scan(
     u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, chunk: int
 ) -> torch.Tensor:
@@ -178,6 +190,5 @@ def chunked_scan(
     length = u.shape[1]
     chunk = min(-(-chunk // BLOCK), -(-length // BLOCK)) * BLOCK
     pad = -length % chunk
-    # time first, padded: one new contiguous tensor each
-    u, delta, B, C = (F.pad(t.transpose(0, 1), (0, 0, 0, 0, 0, pad)) for t in (u, delta, B, C))
-    return SelectiveScan.apply(u, delta, A, B, C, chunk).transpose(0, 1)[:, :length]
+    u, delta, B, C = (time_first(t, pad) for t in (u, delta, B, C))
+    return SelectiveScan.apply(u, delta, A.t().contiguous(), B, C, chunk).transpose(0, 1)[:, :length]
