@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.registry import PositiveFloat, PositiveInt, Probability, register_mixer
-from attention_zoo.scan import DEFAULT_CHUNK, selective_scan
+from attention_zoo.scan import selective_scan
 
 
 class SelectiveSSM(nn.Module):
@@ -36,7 +36,14 @@ class SelectiveSSM(nn.Module):
     u (B, L, E) zero at padding, mask (B, L) bool or None -> (B, L, E)."""
 
     def __init__(
-        self, channels: int, d_state: int, d_conv: int, dt_rank: int, dt_min: float, dt_max: float, chunk: int
+        self,
+        channels: int,
+        d_state: int,
+        d_conv: int,
+        dt_rank: int,
+        dt_min: float,
+        dt_max: float,
+        chunk: int | None,
     ) -> None:
         super().__init__()
         self.dt_rank, self.d_state, self.chunk = dt_rank, d_state, chunk
@@ -91,7 +98,7 @@ class Mamba(nn.Module):
         dt_max: PositiveFloat = 0.1,
         bidirectional: bool = True,
         dropout: Probability = 0.0,
-        scan_chunk: PositiveInt = DEFAULT_CHUNK,
+        scan_chunk: PositiveInt | None = None,
     ) -> None:
         super().__init__()
         if dt_min > dt_max:

@@ -28,7 +28,9 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-DEFAULT_CHUNK = 128
+# positions per chunk by device: on a CPU the chunk's buffers stay in cache; on a GPU long chunks
+# mean few kernel launches, and their ends are scanned by blocks of blocks
+DEFAULT_CHUNK = {"cpu": 128, "cuda": 2048}
 BLOCK = 8  # positions per block of ``BlockScan``; a chunk is rounded up to a multiple of it
 
 
@@ -45,8 +47,19 @@ class BlockScan:
         order = [first, *rest]  # each step reads the position before it in this order
         pairs = zip(order[:-1], rest, strict=True)
         self.steps = [(hb[:, t], ab[:, t], hb[:, p], pb[:, p], pb[:, t]) for p, t in pairs]
-        blocks = range(hb.shape[0] - 1, -1, -1) if reverse else range(hb.shape[0])
-        self.blocks = [(hb[m], pb[m], hb[m, order[-1]]) for m in blocks]
+        last, inner = order[-1], slice(1, None) if reverse else slice(0, -1)  # a block's end, the rest
+        ends, end_products = hb[:, last], pb[:, last]  # (M, ...): the recurrence the block ends obey
+        blocks = hb.shape[0]
+        nested = blocks % BLOCK == 0 and blocks > 4 * BLOCK
+        self.ends = (BlockScan if nested else SequentialScan)(
+            end_products, ends, pb.new_empty(ends.shape), reverse
+        )
+        entered, entering = (
+            (slice(None, -1), slice(1, None)) if reverse else (slice(1, None), slice(None, -1))
+        )
+        self.rest = (hb[entered, inner], pb[entered, inner], ends[entering, None])  # blocks after the first
+        edge = -1 if reverse else 0
+        self.edge = (hb[edge, inner], pb[edge, inner])  # the first block, which the carry enters
 
     def __call__(self, carry: torch.Tensor | None) -> None:
         """Runs the scan; carry (...) enters the first block (None: zero)."""
@@ -55,10 +68,27 @@ class BlockScan:
         for h_t, a_t, h_before, prod_before, prod_t in self.steps:  # every block from a zero state
             h_t.addcmul_(a_t, h_before)
             torch.mul(prod_before, a_t, out=prod_t)  # the products of a within the block so far
-        for h_block, prod_block, end in self.blocks:
+        self.ends(carry)  # each block's end, now with every state before it
+        h_rest, prod_rest, entering = self.rest
+        h_rest.addcmul_(prod_rest, entering)  # the entering state, decayed to each position
+        if carry is not None:
+            h_edge, prod_edge = self.edge
+            h_edge.addcmul_(prod_edge, carry[None])
+
+
+class SequentialScan:
+    """``BlockScan``'s recurrence one position after another, for the few block ends of a short
+    buffer: a, h (M, ...), M small."""
+
+    def __init__(self, a: torch.Tensor, h: torch.Tensor, prod: torch.Tensor, reverse: bool = False) -> None:
+        order = range(h.shape[0] - 1, -1, -1) if reverse else range(h.shape[0])
+        self.steps = [(h[t], a[t]) for t in order]
+
+    def __call__(self, carry: torch.Tensor | None) -> None:
+        for h_t, a_t in self.steps:
             if carry is not None:
-                h_block.addcmul_(prod_block, carry[None])  # the entering state, decayed to each position
-            carry = end
+                h_t.addcmul_(a_t, carry)
+            carry = h_t
 
 
 def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -159,14 +189,16 @@ def selective_scan(
     A: torch.Tensor,
     B: torch.Tensor,
     C: torch.Tensor,
-    chunk: int = DEFAULT_CHUNK,
+    chunk: int | None = None,
 ) -> torch.Tensor:
-    """y_t = C_t · h_t with h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t u_t, h_{-1} = 0, in float32.
+    """y_t = C_t · h_t with h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t u_t, h_{-1} = 0, in float32; ``chunk``
+    None: ``DEFAULT_CHUNK`` for the inputs' device.
 
     u, delta: (B, L, E); A: (E, N), real and negative; B, C: (B, L, N) -> y (B, L, E). A step with
     Δ = 0 leaves the state as it is (the mixers give padded positions Δ = 0).
     """
     with torch.autocast(u.device.type, enabled=False):
+        chunk = chunk or DEFAULT_CHUNK.get(u.device.type, DEFAULT_CHUNK["cpu"])
         return chunked_scan(*(t.float() for t in (u, delta, A, B, C)), chunk)
 
 

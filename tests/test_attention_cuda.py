@@ -17,6 +17,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import attention_zoo
+from attention_zoo.scan import selective_scan
 
 pytestmark = pytest.mark.cuda
 
@@ -71,6 +72,23 @@ def test_mixer_forward_and_backward_under_bf16_autocast(name):
     assert out.shape == x.shape and torch.isfinite(out.float()).all()
     (out.float() * mask[..., None]).square().sum().backward()
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+
+
+def test_mamba_scan_in_one_long_chunk_matches_the_cpu():
+    """3000 positions: one chunk of the GPU's default length (2048, its block ends scanned by blocks
+    of blocks) and a partial one, against the CPU's chunks of 128, outputs and gradients."""
+    gen = torch.Generator().manual_seed(0)
+    u, B, C = (torch.randn(2, 3000, n, generator=gen) for n in (64, 16, 16))
+    delta, A = 0.05 * torch.rand(2, 3000, 64, generator=gen), -torch.rand(64, 16, generator=gen)
+    weights = torch.randn(2, 3000, 64, generator=gen)
+    results = []
+    for device in ("cpu", "cuda"):
+        inputs = [t.to(device).requires_grad_(True) for t in (u, delta, A, B, C)]
+        y = selective_scan(*inputs)
+        grads = torch.autograd.grad((y * weights.to(device)).sum(), inputs)
+        results.append([t.cpu() for t in (y, *grads)])
+    for got, expected in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
 
 def test_bigbird_block_sparse_path_matches_the_cpu():

@@ -94,15 +94,18 @@ def test_mixer_equals_its_recurrence_step_by_step_with_padding(name, options):
             torch.testing.assert_close(out[i, :length], expected, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("length", [1, 2, 5, 16, 37])
+@pytest.mark.parametrize("length", [1, 2, 5, 16, 37, 1000, 1024])
 def test_linear_scan_equals_the_loop(length):
+    """Lengths 1000 and 1024 have many blocks: their ends are scanned one by one, or (1024) by
+    blocks of blocks; a near 1 carries every state far."""
     gen = torch.Generator().manual_seed(length)
-    a, b = torch.rand(2, length, 3, generator=gen), torch.randn(2, length, 3, generator=gen)
-    h, expected = torch.zeros(2, 3), []
+    a = 0.9 + 0.1 * torch.rand(2, length, 3, generator=gen, dtype=torch.float64)
+    b = torch.randn(2, length, 3, generator=gen, dtype=torch.float64)
+    h, expected = torch.zeros(2, 3, dtype=torch.float64), []
     for t in range(length):
         h = a[:, t] * h + b[:, t]
         expected.append(h)
-    torch.testing.assert_close(linear_scan(a, b), torch.stack(expected, dim=1), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(linear_scan(a, b), torch.stack(expected, dim=1), atol=1e-12, rtol=1e-12)
 
 
 def test_the_scan_backward_is_the_gradient():
@@ -115,6 +118,33 @@ def test_the_scan_backward_is_the_gradient():
     )
     inputs = [t.double().requires_grad_(True) for t in (u, delta, A, B, C)]
     assert torch.autograd.gradcheck(lambda *tensors: chunked_scan(*tensors, 4), inputs)
+
+
+def selective_scan_loop(u, delta, A, B, C):
+    """The recurrence one position after another: u, delta (B, L, E), A (E, N), B, C (B, L, N)."""
+    state, outputs = torch.zeros(u.shape[0], *A.shape, dtype=u.dtype), []
+    for t in range(u.shape[1]):
+        x = (delta[:, t] * u[:, t])[..., None] * B[:, t, None]  # (B, E, N)
+        state = torch.exp(delta[:, t, :, None] * A) * state + x
+        outputs.append(state @ C[:, t, :, None])
+    return torch.cat(outputs, dim=-1).transpose(1, 2)
+
+
+@pytest.mark.parametrize("chunk", [8, 64, 128, 512])
+def test_the_scan_in_any_chunk_has_the_loops_outputs_and_gradients(chunk):
+    """Chunks of 128 and 512 scan their block ends by blocks of blocks; 300 positions leave a
+    partial last chunk."""
+    gen = torch.Generator().manual_seed(chunk)
+    u, B, C = (torch.randn(2, 300, n, generator=gen) for n in (4, 3, 3))
+    delta, A = 0.05 * torch.rand(2, 300, 4, generator=gen), -torch.rand(4, 3, generator=gen)
+    weights = torch.randn(2, 300, 4, generator=gen)
+    grads = []
+    for scan in (selective_scan_loop, lambda *t: chunked_scan(*t, chunk)):
+        inputs = [t.double().requires_grad_(True) for t in (u, delta, A, B, C)]
+        y = scan(*inputs)
+        grads.append((y, *torch.autograd.grad((y * weights).sum(), inputs)))
+    for got, expected in zip(grads[1], grads[0], strict=True):
+        torch.testing.assert_close(got, expected, atol=1e-9, rtol=1e-9)
 
 
 @pytest.mark.parametrize("length", [1, 2, 5, 64, 1000, 4099])
