@@ -76,7 +76,8 @@ def test_mixer_forward_and_backward_under_bf16_autocast(name):
 
 def test_mamba_scan_in_one_long_chunk_matches_the_cpu():
     """3000 positions: one chunk of the GPU's default length (2048, its block ends scanned by blocks
-    of blocks) and a partial one, against the CPU's chunks of 128, outputs and gradients."""
+    of blocks) and a partial one, against the CPU's chunks of 128, outputs and gradients, each to
+    1e-4 of its largest entry (the GPU's measured difference is 1e-5 of it)."""
     gen = torch.Generator().manual_seed(0)
     u, B, C = (torch.randn(2, 3000, n, generator=gen) for n in (64, 16, 16))
     delta, A = 0.05 * torch.rand(2, 3000, 64, generator=gen), -torch.rand(64, 16, generator=gen)
@@ -87,8 +88,8 @@ def test_mamba_scan_in_one_long_chunk_matches_the_cpu():
         y = selective_scan(*inputs)
         grads = torch.autograd.grad((y * weights.to(device)).sum(), inputs)
         results.append([t.cpu() for t in (y, *grads)])
-    for got, expected in zip(results[1], results[0], strict=True):
-        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    for got, expected in zip(results[1], results[0], strict=True):  # float32 sums in other orders
+        assert (got - expected).abs().max() <= 1e-4 * expected.abs().max()
 
 
 def test_bigbird_block_sparse_path_matches_the_cpu():
