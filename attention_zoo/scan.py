@@ -4,10 +4,13 @@ state, and a backward written out by hand.
 
 ``BlockScan`` solves ``h_t = a_t * h_{t-1} + b_t`` in place along the first dim by blocks of ``BLOCK``
 positions: all blocks step side by side from a zero state (a loop over the ``BLOCK`` positions
-within a block, never over the sequence), keeping the products of their a's; then, block after
-block, each adds its entering state (the last value of the block before) times those products. Every
-value is a product or sum of the recurrence's own terms (no exponent of a cumulative sum that could
-overflow). With ``reverse`` it solves ``h_t = a_t * h_{t+1} + b_t``, the same way from the end.
+within a block, never over the sequence), keeping the products of their a's. The block ends then
+obey the same recurrence, with a block's product as its a: ``SequentialScan`` solves it end after
+end, or for many blocks a ``BlockScan`` of the ends does (blocks of blocks, so that a long chunk
+costs a few dozen operations, not one per block). Last, every position adds its block's entering
+state (the end before it) times its product, in one operation. Every value is a product or sum of
+the recurrence's own terms (no exponent of a cumulative sum that could overflow). With ``reverse``
+it solves ``h_t = a_t * h_{t+1} + b_t``, the same way from the end.
 
 ``SelectiveScan`` runs it over chunks of ``chunk`` positions, carrying the state from one chunk to
 the next. The chunk's tensors of (positions, batch, state, channels) live in four buffers written in
@@ -15,12 +18,11 @@ place (time first, so that every position is one contiguous slice): a fresh tens
 operation would cost more in page faults than the arithmetic. The contractions with C, B and the
 gradients are batched products of a row with a (state, channels) matrix over contiguous (position,
 batch) pairs: channels last, so that each product is one pass over long rows rather than a
-matrix-vector product per channel. Backward is the
-recurrence's own: the gradient g_t reaching h_t obeys ``g_t = ∂y_t/∂h_t + a_{t+1} g_{t+1}``, one
-reverse scan, from which every input's gradient is a product and a sum. Backward recomputes each
-chunk from its entering state, so what it keeps is the inputs and one state per chunk, linear in the
-length and free of the (batch, seq, channels, state) terms, and autograd records one node instead of
-the scan's many.
+matrix-vector product per channel. Backward is the recurrence's own: the gradient g_t reaching h_t
+obeys ``g_t = ∂y_t/∂h_t + a_{t+1} g_{t+1}``, one reverse scan, from which every input's gradient is
+a product and a sum. Backward recomputes each chunk from its entering state, so what it keeps is the
+inputs and one state per chunk, linear in the length and free of the (batch, seq, state, channels)
+terms, and autograd records one node instead of the scan's many.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ class BlockScan:
 
 class SequentialScan:
     """``BlockScan``'s recurrence one position after another, for the few block ends of a short
-    buffer: a, h (M, ...), M small."""
+    buffer: a, h (M, ...), M small; it needs no scratch space, so ``prod`` goes unused."""
 
     def __init__(self, a: torch.Tensor, h: torch.Tensor, prod: torch.Tensor, reverse: bool = False) -> None:
         order = range(h.shape[0] - 1, -1, -1) if reverse else range(h.shape[0])
