@@ -53,8 +53,10 @@ class BlockScan:
         ends, end_products = hb[:, last], pb[:, last]  # (M, ...): the recurrence the block ends obey
         blocks = hb.shape[0]
         nested = blocks % BLOCK == 0 and blocks > 4 * BLOCK
-        self.ends = (BlockScan if nested else SequentialScan)(
-            end_products, ends, pb.new_empty(ends.shape), reverse
+        self.ends = (
+            BlockScan(end_products, ends, pb.new_empty(ends.shape), reverse)
+            if nested
+            else SequentialScan(end_products, ends, reverse)
         )
         entered, entering = (
             (slice(None, -1), slice(1, None)) if reverse else (slice(1, None), slice(None, -1))
@@ -80,9 +82,9 @@ class BlockScan:
 
 class SequentialScan:
     """``BlockScan``'s recurrence one position after another, for the few block ends of a short
-    buffer: a, h (M, ...), M small; it needs no scratch space, so ``prod`` goes unused."""
+    buffer, in place: a, h (M, ...), M small."""
 
-    def __init__(self, a: torch.Tensor, h: torch.Tensor, prod: torch.Tensor, reverse: bool = False) -> None:
+    def __init__(self, a: torch.Tensor, h: torch.Tensor, reverse: bool = False) -> None:
         order = range(h.shape[0] - 1, -1, -1) if reverse else range(h.shape[0])
         self.steps = [(h[t], a[t]) for t in order]
 

@@ -47,6 +47,16 @@ def s4d_plain(mixer, x: torch.Tensor) -> torch.Tensor:
     return F.glu(mixer.output_linear(y[None]), dim=-2)[0].T
 
 
+def selective_scan_loop(u, delta, A, B, C):
+    """The recurrence one position after another: u, delta (B, L, E), A (E, N), B, C (B, L, N)."""
+    state, outputs = torch.zeros(u.shape[0], *A.shape, dtype=u.dtype), []
+    for t in range(u.shape[1]):
+        x = (delta[:, t] * u[:, t])[..., None] * B[:, t, None]  # (B, E, N)
+        state = torch.exp(delta[:, t, :, None] * A) * state + x
+        outputs.append(state @ C[:, t, :, None])
+    return torch.cat(outputs, dim=-1).transpose(1, 2)
+
+
 def mamba_direction_plain(ssm, u: torch.Tensor) -> torch.Tensor:
     """One direction over real tokens u (n, E) -> (n, E): the conv tap by tap, the scan step by step."""
     taps = ssm.conv1d.weight[:, 0]  # (E, K)
@@ -56,12 +66,7 @@ def mamba_direction_plain(ssm, u: torch.Tensor) -> torch.Tensor:
     dt, B, C = ssm.x_proj(h).split([ssm.dt_rank, ssm.d_state, ssm.d_state], dim=-1)
     delta = F.softplus(ssm.dt_proj(dt))  # (n, E)
     A = -torch.exp(ssm.A_log)  # (E, N)
-    state = torch.zeros_like(A)
-    outputs = []
-    for t in range(len(u)):
-        state = torch.exp(delta[t, :, None] * A) * state + delta[t, :, None] * B[t] * h[t, :, None]
-        outputs.append(state @ C[t])
-    return torch.stack(outputs) + ssm.D * h
+    return selective_scan_loop(h[None], delta[None], A, B[None], C[None])[0] + ssm.D * h
 
 
 def mamba_plain(mixer, x: torch.Tensor) -> torch.Tensor:
@@ -118,16 +123,6 @@ def test_the_scan_backward_is_the_gradient():
     )
     inputs = [t.double().requires_grad_(True) for t in (u, delta, A, B, C)]
     assert torch.autograd.gradcheck(lambda *tensors: chunked_scan(*tensors, 4), inputs)
-
-
-def selective_scan_loop(u, delta, A, B, C):
-    """The recurrence one position after another: u, delta (B, L, E), A (E, N), B, C (B, L, N)."""
-    state, outputs = torch.zeros(u.shape[0], *A.shape, dtype=u.dtype), []
-    for t in range(u.shape[1]):
-        x = (delta[:, t] * u[:, t])[..., None] * B[:, t, None]  # (B, E, N)
-        state = torch.exp(delta[:, t, :, None] * A) * state + x
-        outputs.append(state @ C[:, t, :, None])
-    return torch.cat(outputs, dim=-1).transpose(1, 2)
 
 
 @pytest.mark.parametrize("chunk", [8, 64, 128, 512])
