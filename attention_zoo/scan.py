@@ -30,9 +30,10 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-# positions per chunk by device: on a CPU the chunk's buffers stay in cache; on a GPU long chunks
-# mean few kernel launches, and their ends are scanned by blocks of blocks
-DEFAULT_CHUNK = {"cpu": 128, "cuda": 2048}
+# the default chunk: on a GPU long chunks mean few kernel launches, and their ends are scanned by
+# blocks of blocks; elsewhere as many positions as keep a buffer of the chunk within a core's cache
+GPU_CHUNK = 2048
+CACHE_BYTES = 512 * 1024
 BLOCK = 8  # positions per block of ``BlockScan``; a chunk is rounded up to a multiple of it
 
 
@@ -196,14 +197,23 @@ def selective_scan(
     chunk: int | None = None,
 ) -> torch.Tensor:
     """y_t = C_t · h_t with h_t = exp(Δ_t A) h_{t-1} + Δ_t B_t u_t, h_{-1} = 0, in float32; ``chunk``
-    None: ``DEFAULT_CHUNK`` for the inputs' device.
+    None: ``default_chunk``.
 
     u, delta: (B, L, E); A: (E, N), real and negative; B, C: (B, L, N) -> y (B, L, E). A step with
     Δ = 0 leaves the state as it is (the mixers give padded positions Δ = 0).
     """
     with torch.autocast(u.device.type, enabled=False):
-        chunk = chunk or DEFAULT_CHUNK.get(u.device.type, DEFAULT_CHUNK["cpu"])
+        chunk = chunk or default_chunk(u, A.shape[1])
         return chunked_scan(*(t.float() for t in (u, delta, A, B, C)), chunk)
+
+
+def default_chunk(u: torch.Tensor, d_state: int) -> int:
+    """Positions per chunk for u (B, L, E): ``GPU_CHUNK`` on a GPU; elsewhere those whose
+    (positions, batch, state, channels) float32 buffer fits ``CACHE_BYTES``, at least one block."""
+    if u.device.type == "cuda":
+        return GPU_CHUNK
+    position_bytes = u.shape[0] * d_state * u.shape[2] * 4
+    return max(BLOCK, CACHE_BYTES // position_bytes)
 
 
 def time_first(t: torch.Tensor, pad: int) -> torch.Tensor:

@@ -76,7 +76,7 @@ def test_mixer_forward_and_backward_under_bf16_autocast(name):
 
 def test_mamba_scan_in_one_long_chunk_matches_the_cpu():
     """3000 positions: one chunk of the GPU's default length (2048, its block ends scanned by blocks
-    of blocks) and a partial one, against the CPU's chunks of 128, outputs and gradients, each to
+    of blocks) and a partial one, against the CPU's cache-sized chunks, outputs and gradients, each to
     1e-4 of its largest entry (the GPU's measured difference is 1e-5 of it)."""
     gen = torch.Generator().manual_seed(0)
     u, B, C = (torch.randn(2, 3000, n, generator=gen) for n in (64, 16, 16))
