@@ -31,9 +31,11 @@ import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 # the default chunk: on a GPU long chunks mean few kernel launches, and their ends are scanned by
-# blocks of blocks; elsewhere as many positions as keep a buffer of the chunk within a core's cache
+# blocks of blocks; on a CPU a chunk's buffer takes about CPU_CHUNK_BYTES, by torch threads: on one,
+# what a core's cache holds; on several, enough that each operation is worth splitting among them
+# (results/scan_chunk_cpu/)
 GPU_CHUNK = 2048
-CACHE_BYTES = 512 * 1024
+CPU_CHUNK_BYTES = {"one thread": 512 * 1024, "several": 4 * 1024 * 1024}
 BLOCK = 8  # positions per block of ``BlockScan``; a chunk is rounded up to a multiple of it
 
 
@@ -209,11 +211,12 @@ def selective_scan(
 
 def default_chunk(u: torch.Tensor, d_state: int) -> int:
     """Positions per chunk for u (B, L, E): ``GPU_CHUNK`` on a GPU; elsewhere those whose
-    (positions, batch, state, channels) float32 buffer fits ``CACHE_BYTES``, at least one block."""
+    (positions, batch, state, channels) float32 buffer fits ``CPU_CHUNK_BYTES`` for the torch
+    threads, at least one block."""
     if u.device.type == "cuda":
         return GPU_CHUNK
-    position_bytes = u.shape[0] * d_state * u.shape[2] * 4
-    return max(BLOCK, CACHE_BYTES // position_bytes)
+    budget = CPU_CHUNK_BYTES["one thread" if torch.get_num_threads() == 1 else "several"]
+    return max(BLOCK, budget // (u.shape[0] * d_state * u.shape[2] * 4))
 
 
 def time_first(t: torch.Tensor, pad: int) -> torch.Tensor:

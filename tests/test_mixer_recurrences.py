@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import attention_zoo
 from attention_zoo import s4d
-from attention_zoo.scan import BLOCK, CACHE_BYTES, chunked_scan, default_chunk, linear_scan
+from attention_zoo.scan import BLOCK, CPU_CHUNK_BYTES, chunked_scan, default_chunk, linear_scan
 
 DIM = 8
 LENGTHS = [53, 31, 1]  # a padded batch: full, padded, a single real token
@@ -142,12 +142,18 @@ def test_the_scan_in_any_chunk_has_the_loops_outputs_and_gradients(chunk):
         torch.testing.assert_close(got, expected, atol=1e-9, rtol=1e-9)
 
 
-def test_a_cpu_chunk_is_the_most_positions_whose_buffer_fits_the_cache():
+@pytest.mark.parametrize(("threads", "budget"), [(1, "one thread"), (2, "several")])
+def test_a_cpu_chunk_is_the_most_positions_whose_buffer_fits_its_budget(threads, budget):
     position_bytes = 16 * 128 * 4  # one sequence's (state, channels) float32 values at one position
-    chunk = default_chunk(torch.empty(1, 4096, 128), d_state=16)
-    assert chunk * position_bytes <= CACHE_BYTES < (chunk + 1) * position_bytes
-    assert default_chunk(torch.empty(4, 4096, 128), d_state=16) == chunk // 4
-    assert default_chunk(torch.empty(256, 1024, 128), d_state=16) == BLOCK  # never less than a block
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        chunk = default_chunk(torch.empty(1, 4096, 128), d_state=16)
+        assert chunk * position_bytes <= CPU_CHUNK_BYTES[budget] < (chunk + 1) * position_bytes
+        assert default_chunk(torch.empty(4, 4096, 128), d_state=16) == chunk // 4
+        assert default_chunk(torch.empty(1024, 1024, 128), d_state=16) == BLOCK  # never less than a block
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("length", [1, 2, 5, 64, 1000, 4099])
