@@ -39,6 +39,8 @@ LAST_CHECKPOINT = "last"  # checkpoints/last.ckpt: fine-tuning's full state
 BEST_CHECKPOINT = "best"  # checkpoints/best.ckpt: the selected evaluation's full state
 PRETRAIN_LAST_CHECKPOINT = "pretrain-last"  # the same two of the pretraining stage
 PRETRAIN_BEST_CHECKPOINT = "pretrain-best"
+WEIGHTS_FILE = "pretrained.pt"  # the pretrained encoder's weights and what they were pretrained for
+WEIGHTS_HINT = "give a run folder of a finished pretraining or its checkpoints/pretrained.pt"
 # What a run continues from, newest first as a run writes them: a stage saves its best checkpoint at
 # the same evaluation as its last one or earlier, and pretraining ends before fine-tuning starts.
 RESUMABLE = (LAST_CHECKPOINT, BEST_CHECKPOINT, PRETRAIN_LAST_CHECKPOINT, PRETRAIN_BEST_CHECKPOINT)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -30,12 +31,12 @@ from attention_zoo.registry import (
     PositiveInt,
     Probability,
 )
+from lra.checkpoint_files import CHECKPOINT_DIR, WEIGHTS_FILE, WEIGHTS_HINT
 from lra.errors import ConfigError
 from lra.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
 from lra.hydra_errors import nearest
 from lra.loggers import check_loggers
 from lra.model import NORMS
-from lra.pretrain_stage import stage_steps, weights_file
 from lra.pretraining import OBJECTIVES
 from lra.schedules import SCHEDULES
 from lra.shortcuts import subject
@@ -108,6 +109,38 @@ PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRET
 OPTION_BOUNDS = {
     "num_landmarks": ("task.seq_len", operator.le, "at most one landmark per position"),
 }
+
+
+def is_masked(cfg: DictConfig) -> bool:
+    return cfg.pretrain.mode == "masked"
+
+
+@dataclass(frozen=True)
+class StageSteps:
+    pretrain: int  # 0 for a run from scratch
+    finetune: int
+
+
+def stage_steps(cfg: DictConfig) -> StageSteps:
+    """Each stage's steps: ``pretrain.steps``, then ``trainer.max_steps``; or with ``pretrain.share`` one
+    budget of ``trainer.max_steps`` split between them (docs/pretraining.md)."""
+    total = cfg.trainer.max_steps
+    if not is_masked(cfg):
+        return StageSteps(0, total)
+    if cfg.pretrain.share is None:
+        return StageSteps(cfg.pretrain.steps, total)
+    pretrain = round(cfg.pretrain.share * total)
+    return StageSteps(pretrain, total - pretrain)
+
+
+def weights_file(source: Path) -> Path:
+    """The weights file of ``pretrain.from``, absolute: a run folder's ``checkpoints/pretrained.pt``, or
+    the file itself."""
+    path = source / CHECKPOINT_DIR / WEIGHTS_FILE if source.is_dir() else source
+    if not path.is_file():
+        where = f"no {CHECKPOINT_DIR}/{WEIGHTS_FILE} in that folder" if source.is_dir() else "does not exist"
+        raise ConfigError(f"pretrain.from={source}: {where}; {WEIGHTS_HINT}")
+    return path.resolve()
 
 
 def resolved(cfg: DictConfig) -> DictConfig:
@@ -221,4 +254,4 @@ def check_config(cfg: DictConfig) -> None:
     check_pretrain(cfg)
     check_schedule(cfg)
     check_attention(cfg, raw)
-    check_loggers(cfg.logger)
+    check_loggers(OmegaConf.to_container(cfg.logger, resolve=True))

@@ -10,10 +10,10 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
-from omegaconf import DictConfig
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 import data_prep
+from lra.config.records import DataRecord
 from lra.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -117,19 +117,22 @@ class LRADataModule(L.LightningDataModule):
         self.train_sampler: EpochPermutationSampler | None = None
 
     @classmethod
-    def of_config(cls, cfg: DictConfig, batch_size: int) -> LRADataModule:
-        """The loaders of the task of a run's config ``cfg``, in batches of ``batch_size``."""
-        task = cfg.task
+    def of_record(cls, record: DataRecord) -> LRADataModule:
+        """The loaders of a run's ``DataRecord``."""
         return cls(
-            root=Path(cfg.data_root).resolve(),
-            dataset=task.dataset,
-            batch_size=batch_size,
-            expected={key: task[key] for key in ("seq_len", "vocab_size", "num_classes")},
-            dual=task.dual,
-            val_from_test=task.val_from_test,
-            num_workers=cfg.num_workers,
-            seed=cfg.seed,
-            small_size=cfg.debug_data_size,
+            root=record.root,
+            dataset=record.dataset,
+            batch_size=record.batch_size,
+            expected={
+                "seq_len": record.seq_len,
+                "vocab_size": record.vocab_size,
+                "num_classes": record.num_classes,
+            },
+            dual=record.dual,
+            val_from_test=record.val_from_test,
+            num_workers=record.num_workers,
+            seed=record.seed,
+            small_size=record.small_size,
         )
 
     def prepare_data(self) -> None:

@@ -20,10 +20,10 @@ import lightning as L
 import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
-from omegaconf import DictConfig
 
 from data_prep.storage import CorruptDataError
 from lra.agreed_stop import stop_signal
+from lra.config.records import SummaryRecord
 from lra.disk_full import disk_full_errors, disk_full_line
 from lra.errors import ConfigError, CorruptCheckpointError, RunFolderBusy
 from lra.job_state import JobState
@@ -96,23 +96,22 @@ def failures_noted(state: JobState) -> Iterator[None]:
             state.error += f" (traceback: {trace_file})"
 
 
-def record_outcome(cfg: DictConfig, job: dict[str, Any], state: JobState) -> dict[str, Any]:
+def record_outcome(record: SummaryRecord, state: JobState) -> dict[str, Any]:
     """The job's summary from ``state``; process 0 writes it to summary.json and prints the final table."""
     parts, datamodule = state.parts, state.datamodule
     metrics = state.metrics
     if state.status != "completed" and parts is not None:
         metrics = {**parts.efficiency.metrics, **state.reached(), **metrics}
     summary = make_summary(
-        cfg,
+        record,
         status=state.status,
         error=state.error,
         metrics=metrics,
-        device=device_description(parts.trainer if parts else None, str(cfg.trainer.accelerator)),
+        device=device_description(parts.trainer if parts else None, record.accelerator),
         started=state.started,
         output_dir=state.run_dir,
         data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
         resumed_from=state.resumed_from,
-        job=job,
         pretrain=state.pretrain,
     )
     if rank_zero_only.rank == 0:

@@ -23,7 +23,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
-from omegaconf import DictConfig, OmegaConf
 
 from lra.csv_metrics import AtomicCSVLogger
 from lra.errors import ConfigError
@@ -77,12 +76,12 @@ def wandb_credentials_found() -> bool:
         return False
 
 
-def check_wandb(options: DictConfig) -> None:
-    if options.mode not in WANDB_MODES:
+def check_wandb(options: dict[str, Any]) -> None:
+    if options["mode"] not in WANDB_MODES:
         raise ConfigError(
-            f"logger.wandb.mode={options.mode!r} is invalid; valid modes: {', '.join(WANDB_MODES)}"
+            f"logger.wandb.mode={options['mode']!r} is invalid; valid modes: {', '.join(WANDB_MODES)}"
         )
-    if options.mode == "online" and not wandb_credentials_found():
+    if options["mode"] == "online" and not wandb_credentials_found():
         raise ConfigError(
             "logger.wandb.mode=online but no W&B login was found (WANDB_API_KEY or ~/.netrc); "
             "run `wandb login`, or keep the default offline mode and `wandb sync` the run folder later"
@@ -90,7 +89,7 @@ def check_wandb(options: DictConfig) -> None:
 
 
 def build_wandb(
-    options: DictConfig, run: RunIdentity, output_dir: Path, resumed: ResumePoint | None
+    options: dict[str, Any], run: RunIdentity, output_dir: Path, resumed: ResumePoint | None
 ) -> Logger:
     logger = WandbLogger(
         id=run.run_id,
@@ -98,9 +97,9 @@ def build_wandb(
         name=run.name,
         group=run_group(run.task),
         tags=run.tags,
-        project=options.project,
-        entity=options.entity,
-        mode=options.mode,
+        project=options["project"],
+        entity=options["entity"],
+        mode=options["mode"],
         save_dir=str(output_dir),
     )
     # Lightning passes wandb.init anonymous=None, a setting wandb warns it has dropped: leave it out.
@@ -112,7 +111,9 @@ def build_wandb(
     return logger
 
 
-def build_csv(options: DictConfig, run: RunIdentity, output_dir: Path, resumed: ResumePoint | None) -> Logger:
+def build_csv(
+    options: dict[str, Any], run: RunIdentity, output_dir: Path, resumed: ResumePoint | None
+) -> Logger:
     logger = AtomicCSVLogger(save_dir=str(output_dir), name="csv", version="", **options)
     if resumed is not None:
         continue_csv(logger, resumed)
@@ -150,14 +151,14 @@ def continue_csv(logger: CSVLogger, resumed: ResumePoint) -> None:
     logger.save()
 
 
-def no_check(options: DictConfig) -> None:
+def no_check(options: dict[str, Any]) -> None:
     """The CSV logger has nothing that can be wrong before it is built."""
 
 
 @dataclass(frozen=True)
 class LoggerKind:
-    build: Callable[[DictConfig, RunIdentity, Path, ResumePoint | None], Logger]
-    check: Callable[[DictConfig], None]
+    build: Callable[[dict[str, Any], RunIdentity, Path, ResumePoint | None], Logger]
+    check: Callable[[dict[str, Any]], None]
 
 
 LOGGERS: dict[str, LoggerKind] = {
@@ -166,22 +167,24 @@ LOGGERS: dict[str, LoggerKind] = {
 }
 
 
-def check_loggers(config: DictConfig) -> None:
-    """Every logger named in ``config`` exists and can start (``ConfigError`` otherwise)."""
-    for name, options in config.items():
+def check_loggers(chosen: dict[str, dict[str, Any]]) -> None:
+    """Every logger of ``chosen`` (the ``logger`` node: name -> options) exists and can start
+    (``ConfigError`` otherwise)."""
+    for name, options in chosen.items():
         if name not in LOGGERS:
             raise ConfigError(f"logger.{name} is not a logger; valid loggers: {', '.join(LOGGERS)}")
         LOGGERS[name].check(options)
 
 
 def build_loggers(
-    config: DictConfig,
+    chosen: dict[str, dict[str, Any]],
     run: RunIdentity,
     output_dir: Path,
     hparams: dict[str, Any],
     resumed: ResumePoint | None = None,
 ) -> list[Logger]:
-    """The loggers of ``config``, each given the resolved config ``hparams`` as its run config.
+    """The loggers of ``chosen`` (name -> options), each given the resolved config ``hparams`` as its
+    run config.
 
     ``resumed``: where the checkpoint a resumed run continues from stands (None: a fresh run). A
     resumed run logs to the same W&B run id and keeps the CSV rows logged before its checkpoint
@@ -190,9 +193,8 @@ def build_loggers(
     its rows carry ``pretrain/step`` (``PRETRAIN_STEP``), also the W&B x axis of its metrics
     (``PRETRAIN_METRICS``), so that they never collide with fine-tuning's.
     """
-    chosen = dict(config.items())
-    chosen.setdefault("csv", OmegaConf.create(CSV_DEFAULTS))
-    loggers = [LOGGERS[name].build(options, run, output_dir, resumed) for name, options in chosen.items()]
+    every = {**chosen, "csv": chosen.get("csv", CSV_DEFAULTS)}
+    loggers = [LOGGERS[name].build(options, run, output_dir, resumed) for name, options in every.items()]
     for logger in loggers:
         logger.log_hyperparams(hparams)
     return loggers

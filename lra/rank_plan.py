@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from omegaconf import DictConfig
 
+from lra.config.records import RunRecord
 from lra.resume import RunPlan, plan_run
 
 PLAN_ENV = "LRA_RUN_PLAN"  # process 0's plan, as JSON, in the processes Lightning starts
@@ -44,13 +44,11 @@ def received_plan() -> RunPlan | None:
     return decoded(text) if text and rank_zero_only.rank != 0 else None
 
 
-def shared_plan(
-    cfg: DictConfig, output_dir: Path, roots: Sequence[Path] = (), job_overrides: Sequence[str] = ()
-) -> RunPlan:
+def shared_plan(run: RunRecord, output_dir: Path, roots: Sequence[Path] = ()) -> RunPlan:
     """``lra.resume.plan_run`` in process 0, handed on to the processes Lightning starts (module doc)."""
     plan = received_plan()
     if plan is None:
-        plan = plan_run(cfg, output_dir, roots, job_overrides)
+        plan = plan_run(run, output_dir, roots)
         if rank_zero_only.rank == 0:
             os.environ[PLAN_ENV] = encoded(plan)
     return plan

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 
 from data_prep.storage import write_json
 from lra.checkpoint_files import (
@@ -34,10 +33,10 @@ from lra.checkpoint_files import (
     resumable_checkpoint,
     saved_checkpoints,
 )
+from lra.config.records import RunRecord
 from lra.errors import ConfigError
 from lra.run_identity import (
     RUN_FILE,
-    comparable_config,
     comparable_overrides,
     differing_keys,
     job_fingerprint,
@@ -82,9 +81,9 @@ def run_folders(roots: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
 RunFolders = Sequence[tuple[Path, dict[str, Any]]]  # (run folder, its run.json), as run_folders gives them
 
 
-def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
+def find_unfinished_run(folders: RunFolders, comparable: dict[str, Any]) -> Path | None:
     """The run folder of ``folders`` that ``resume=auto`` continues (``plan_run``), or None."""
-    fingerprint = job_fingerprint(config)
+    fingerprint = job_fingerprint(comparable)
     candidates = []
     for directory, run_file in folders:
         saved = saved_checkpoints(directory / CHECKPOINT_DIR)  # verified once chosen: resumable_checkpoint
@@ -94,9 +93,9 @@ def find_unfinished_run(folders: RunFolders, config: dict[str, Any]) -> Path | N
     return max(candidates)[1] if candidates else None
 
 
-def find_completed_run(folders: RunFolders, config: dict[str, Any]) -> Path | None:
+def find_completed_run(folders: RunFolders, comparable: dict[str, Any]) -> Path | None:
     """The newest run folder of ``folders`` where a run of this config completed, or None."""
-    fingerprint = job_fingerprint(config)
+    fingerprint = job_fingerprint(comparable)
     candidates = [
         ((directory / SUMMARY_FILE).stat().st_mtime, directory)
         for directory, run_file in folders
@@ -106,36 +105,36 @@ def find_completed_run(folders: RunFolders, config: dict[str, Any]) -> Path | No
 
 
 def check_same_command_same_config(
-    folders: RunFolders, config: dict[str, Any], job_overrides: Sequence[str]
+    folders: RunFolders, comparable: dict[str, Any], job_overrides: Sequence[str]
 ) -> None:
     """A ``ConfigError`` when a run of the same command-line overrides had another config: re-running a
     sweep after its config files changed would otherwise start a different job under the same name."""
     overrides = comparable_overrides(job_overrides)
     if not overrides:
         return
-    fingerprint = job_fingerprint(config)
+    fingerprint = job_fingerprint(comparable)
     for directory, run_file in folders:
         if run_file.get("overrides") == overrides and recorded_fingerprint(run_file) != fingerprint:
             raise ConfigError(
                 f"resume=auto: the earlier run of this job in {directory} had another config "
-                f"({named_differences(run_file, config)} differ: the config changed since); restore it, "
+                f"({named_differences(run_file, comparable)} differ: the config changed since); restore it, "
                 "or resume=null to start this job afresh"
             )
 
 
-def named_differences(run_file: dict[str, Any], config: dict[str, Any]) -> str:
-    """The first five dotted keys whose values differ between a run.json's config and ``config``."""
-    return ", ".join(key.rstrip(".") for key in differing_keys(run_file["config"], config)[:5])
+def named_differences(run_file: dict[str, Any], comparable: dict[str, Any]) -> str:
+    """The first five dotted keys whose values differ between a run.json's config and ``comparable``."""
+    return ", ".join(key.rstrip(".") for key in differing_keys(run_file["config"], comparable)[:5])
 
 
-def continued_run(directory: Path, checkpoint: Path, config: dict[str, Any]) -> RunPlan:
+def continued_run(directory: Path, checkpoint: Path, comparable: dict[str, Any]) -> RunPlan:
     """Continue the run in ``directory`` from ``checkpoint``, if it is the same config and unfinished."""
     run_file = read_run_file(directory)
     if run_file is None:
         raise FileNotFoundError(f"resume: {directory} has no readable {RUN_FILE}; it is not a run folder")
-    if recorded_fingerprint(run_file) != job_fingerprint(config):
+    if recorded_fingerprint(run_file) != job_fingerprint(comparable):
         raise ConfigError(
-            f"resume: the run in {directory} has another config ({named_differences(run_file, config)} "
+            f"resume: the run in {directory} has another config ({named_differences(run_file, comparable)} "
             "differ); resume it with the same overrides"
         )
     if run_status(directory) == "completed":
@@ -143,7 +142,7 @@ def continued_run(directory: Path, checkpoint: Path, config: dict[str, Any]) -> 
     return RunPlan(directory, run_file["wandb_run_id"], checkpoint)
 
 
-def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunPlan:
+def plan_from_path(path: Path, output_dir: Path, comparable: dict[str, Any]) -> RunPlan:
     if path.is_dir():
         checkpoint = resumable_checkpoint(path)
         if checkpoint is None:
@@ -152,12 +151,12 @@ def plan_from_path(path: Path, output_dir: Path, config: dict[str, Any]) -> RunP
                 f"(nor {PRETRAIN_LAST_CHECKPOINT}.ckpt; a run saves it at its first evaluation); "
                 "resume=null starts afresh"
             )
-        return continued_run(path, checkpoint, config)
+        return continued_run(path, checkpoint, comparable)
     if path.is_file() and path.suffix == ".ckpt":
         check_checkpoint(path)  # the file asked for, or none: no fallback to another
         directory = path.parent.parent
         if path.parent.name == CHECKPOINT_DIR and (directory / RUN_FILE).is_file():
-            return continued_run(directory, path, config)
+            return continued_run(directory, path, comparable)
         return RunPlan(output_dir, new_run_id(), path)
     raise FileNotFoundError(
         f"resume={path} is neither a run folder nor a .ckpt file; valid: null, auto, a run folder, a .ckpt"
@@ -179,18 +178,18 @@ def new_run_id() -> str:
 
 
 def plan_auto(
-    config: dict[str, Any], output_dir: Path, roots: Sequence[Path], job_overrides: Sequence[str]
+    comparable: dict[str, Any], output_dir: Path, roots: Sequence[Path], job_overrides: Sequence[str]
 ) -> RunPlan:
     """``resume=auto``: continue, skip as completed, refuse (changed config) or start afresh."""
     searched = run_folders([output_dir, *roots])  # walked once for the three questions below
-    unfinished = find_unfinished_run(searched, config)
+    unfinished = find_unfinished_run(searched, comparable)
     if unfinished is not None:
-        return continued_run(unfinished, resumable_checkpoint(unfinished), config)
-    completed = find_completed_run(searched, config)
+        return continued_run(unfinished, resumable_checkpoint(unfinished), comparable)
+    completed = find_completed_run(searched, comparable)
     if completed is not None:
         log.info("resume=auto: this job completed in %s; reporting that run, nothing is trained", completed)
         return RunPlan(completed, read_run_file(completed)["wandb_run_id"], completed=True)
-    check_same_command_same_config(searched, config, job_overrides)
+    check_same_command_same_config(searched, comparable, job_overrides)
     log.info(
         "resume=auto: no unfinished run of this config with a checkpoint under %s, and none completed; "
         "starting afresh",
@@ -199,11 +198,8 @@ def plan_auto(
     return RunPlan(output_dir, new_run_id())
 
 
-def plan_run(
-    cfg: DictConfig, output_dir: Path, roots: Sequence[Path] = (), job_overrides: Sequence[str] = ()
-) -> RunPlan:
-    """Where the run of ``cfg`` trains, after ``cfg.resume``; ``roots``: what ``resume=auto``
-    searches; ``job_overrides``: the job's command-line overrides.
+def plan_run(run: RunRecord, output_dir: Path, roots: Sequence[Path] = ()) -> RunPlan:
+    """Where the run of ``run`` trains, after its ``resume``; ``roots``: what ``resume=auto`` searches.
 
     - ``resume=auto`` (what a restarted sweep uses), for each job in turn: continue the newest unfinished
       run of the same job under the output roots (and the job's own folder) that has a last checkpoint;
@@ -220,32 +216,29 @@ def plan_run(
     Runs are matched by fingerprint; when a run is refused for another config, the keys that differ
     are named from the config its ``run.json`` records.
     """
-    config = comparable_config(cfg)
-    resume = cfg.resume
+    comparable, resume = run.comparable, run.resume
     if resume is None:
         own_run = read_run_file(output_dir)  # the job's own folder only: a requeued job's
-        if own_run is None or find_unfinished_run([(output_dir, own_run)], config) is None:
+        if own_run is None or find_unfinished_run([(output_dir, own_run)], comparable) is None:
             return RunPlan(output_dir, new_run_id())
-        plan = continued_run(output_dir, resumable_checkpoint(output_dir), config)
+        plan = continued_run(output_dir, resumable_checkpoint(output_dir), comparable)
     elif resume == "auto":
-        plan = plan_auto(config, output_dir, roots, job_overrides)
+        plan = plan_auto(comparable, output_dir, roots, run.overrides)
         if plan.checkpoint is None:
             return plan
     else:
-        plan = plan_from_path(Path(str(resume)).expanduser().resolve(), output_dir, config)
+        plan = plan_from_path(Path(resume).expanduser().resolve(), output_dir, comparable)
     log.info("Resuming from %s in %s", plan.checkpoint, plan.directory)
     return plan
 
 
-def record_plan(
-    plan: RunPlan, cfg: DictConfig, output_dir: Path, job: dict[str, Any], job_overrides: Sequence[str]
-) -> None:
+def record_plan(plan: RunPlan, run: RunRecord, output_dir: Path) -> None:
     """``run.json`` in the run's own folder, or ``resumed.json`` in ``output_dir`` if it goes on elsewhere."""
     if plan.directory.resolve() == output_dir.resolve():
         record = {
-            "config": comparable_config(cfg),
-            **job,
-            "overrides": comparable_overrides(job_overrides),
+            "config": run.comparable,
+            **run.job,
+            "overrides": comparable_overrides(run.overrides),
             "wandb_run_id": plan.wandb_run_id,
         }
         write_json(output_dir / RUN_FILE, record)

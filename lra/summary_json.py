@@ -16,9 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from data_prep.storage import write_json
+from lra.config.records import SummaryRecord
 
 SUMMARY_FILE = "summary.json"
 SCHEMA = 3  # the layout of summary.json (make_summary); raised when a reader must tell layouts apart
@@ -82,14 +81,6 @@ def git_commit(repo: Path = REPO_DIR) -> str | None:
         return None
 
 
-def plain_config(cfg: DictConfig) -> dict[str, Any]:
-    """The config as plain data, resolved where it resolves (a broken interpolation stays as written)."""
-    try:
-        return OmegaConf.to_container(cfg, resolve=True)
-    except Exception:
-        return OmegaConf.to_container(cfg, resolve=False)
-
-
 def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
     """How the run trained, from its plain config: its ``protocol`` as it applied (``clip_value`` null
     without clipping, ``attention_dropout`` null for a core without it)."""
@@ -149,7 +140,7 @@ def pretrain_metrics(pretrain: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def make_summary(
-    cfg: DictConfig,
+    record: SummaryRecord,
     *,
     status: str,
     error: str | None,
@@ -159,12 +150,11 @@ def make_summary(
     output_dir: Path,
     data: dict[str, Any] | None = None,
     resumed_from: Path | None = None,
-    job: dict[str, Any] | None = None,
     pretrain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The summary.json record of one run; ``job``: its ``name``, varied ``options`` and
-    ``fingerprint`` (``lra.run_identity.job_record``); ``pretrain``: what its pretraining stage recorded
-    (None: what its config plans, ``planned_pretrain``). The record::
+    """The summary.json record of one run, named by ``record`` (its ``job``: the ``name``, varied
+    ``options`` and ``fingerprint`` of ``lra.run_identity.job_record``); ``pretrain``: what its
+    pretraining stage recorded (None: what its config plans, ``planned_pretrain``). The record::
 
         {"schema": SCHEMA (2: no "pretrain"; a summary without it is schema 1: no majority_share, no
                    test/*_final),
@@ -191,13 +181,13 @@ def make_summary(
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-    config = plain_config(cfg)
+    config = record.config
     pretrain = planned_pretrain(config.get("pretrain")) if pretrain is None else pretrain
     return {
         "schema": SCHEMA,
-        "task": cfg.task.name,
-        "attention": cfg.attention.name,
-        "seed": cfg.seed,
+        "task": record.task,
+        "attention": record.attention,
+        "seed": record.seed,
         "status": status,
         "error": error,
         "metrics": {**dict.fromkeys(METRIC_KEYS), **metrics, **pretrain_metrics(pretrain)},
@@ -212,7 +202,7 @@ def make_summary(
         "protocol": protocol_record(config),
         "resumed_from": None if resumed_from is None else str(resumed_from),
         "pretrain": pretrain,
-        **(job or {}),
+        **record.job,
     }
 
 

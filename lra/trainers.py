@@ -1,12 +1,12 @@
 """The Lightning Trainer of a training stage (fine-tuning, or self-pretraining before it).
 
-Each stage's trainer takes ``cfg.trainer``'s options with the stage's own ``max_steps``, clips
-gradients as ``cfg.protocol`` says, validates every ``task.eval_every`` steps and at its last step,
-saves the training order and RNG states in every checkpoint (``lra.training_state``), keeps the
-stage's best checkpoint and its full state in ``checkpoints/<last_name>.ckpt`` after every
-evaluation and after an exception (a SIGTERM or Ctrl+C raises one at the end of the current step on
-every process, ``lra.agreed_stop``): what ``resume`` continues from. The extra callbacks of
-``cfg.callbacks`` run after these.
+Each stage's trainer is built from its ``TrainerRecord``: ``trainer.*``'s options with the stage's
+own ``max_steps``, gradient clipping as ``protocol.clip`` says; it validates every
+``task.eval_every`` steps and at its last step, saves the training order and RNG states in every
+checkpoint (``lra.training_state``), keeps the stage's best checkpoint and its full state in
+``checkpoints/<last_name>.ckpt`` after every evaluation and after an exception (a SIGTERM or Ctrl+C
+raises one at the end of the current step on every process, ``lra.agreed_stop``): what ``resume``
+continues from. The extra callbacks of ``callbacks`` run after these.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import lightning as L
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
-from omegaconf import DictConfig, OmegaConf
 
 from lra.agreed_stop import AgreedStop
 from lra.callbacks import EfficiencyMonitor, ValidateAtLastStep
 from lra.checkpoint_files import VerifiedCheckpointIO
+from lra.config.records import TrainerRecord
 from lra.job_state import TrainerParts
 from lra.preemption import lightning_plugins
 from lra.progress_bar import FINE_TUNING, StageProgressBar
@@ -30,11 +30,11 @@ from lra.resume import CHECKPOINT_DIR
 from lra.training_state import TrainingOrderState
 
 
-def clipping(protocol: DictConfig) -> dict[str, Any]:
+def clipping(record: TrainerRecord) -> dict[str, Any]:
     """The Trainer's gradient-clipping arguments for ``protocol.clip`` (norm, value or null)."""
-    if protocol.clip is None:
+    if record.clip is None:
         return {"gradient_clip_val": None}
-    return {"gradient_clip_val": protocol.clip_value, "gradient_clip_algorithm": protocol.clip}
+    return {"gradient_clip_val": record.clip_value, "gradient_clip_algorithm": record.clip}
 
 
 def best_checkpoint(
@@ -52,17 +52,16 @@ def best_checkpoint(
 
 
 def stage_trainer(
-    cfg: DictConfig,
+    record: TrainerRecord,
     output_dir: Path,
     loggers: list[Logger],
     *,
-    max_steps: int,
     best: ModelCheckpoint,
     last_name: str,
     efficiency: EfficiencyMonitor,
     title: str = FINE_TUNING,
 ) -> TrainerParts:
-    """The trainer of one stage of ``max_steps`` steps (module docstring); ``best`` keeps its best
+    """The trainer of one stage of ``record.max_steps`` steps (module docstring); ``best`` keeps its best
     checkpoint, ``checkpoints/<last_name>.ckpt`` its full state; ``title`` heads its progress bar."""
     last_state = ModelCheckpoint(  # after ``best``, so that it saves that callback's updated state
         dirpath=output_dir / CHECKPOINT_DIR,
@@ -72,14 +71,15 @@ def stage_trainer(
         save_on_exception=True,
         enable_version_counter=False,
     )
-    extra = [instantiate(node) for node in cfg.callbacks.values()]
+    extra = [instantiate(node) for node in record.callbacks.values()]
+    options = {**record.options, "max_steps": record.max_steps}
     # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
-    refresh = cfg.trainer.log_every_n_steps
-    progress = [StageProgressBar(title, refresh_rate=refresh)] if cfg.trainer.enable_progress_bar else []
+    refresh = options["log_every_n_steps"]
+    progress = [StageProgressBar(title, refresh_rate=refresh)] if options["enable_progress_bar"] else []
     trainer = L.Trainer(
-        **{**OmegaConf.to_container(cfg.trainer, resolve=True), "max_steps": max_steps},
-        **clipping(cfg.protocol),
-        val_check_interval=cfg.task.eval_every,
+        **options,
+        **clipping(record),
+        val_check_interval=record.eval_every,
         check_val_every_n_epoch=None,
         callbacks=[
             efficiency,

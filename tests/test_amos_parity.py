@@ -18,6 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import compose_config, smoke_overrides
+from helpers.records import model_of
 from test_protocol_parity import (
     LR,
     RELATIVE_TOLERANCE,
@@ -31,7 +32,7 @@ from test_resume import csv_rows
 from torch import nn
 
 from lra import pretraining
-from lra.train import build_model, run
+from lra.train import run
 
 SMALL_MODEL = ("model.dim=32", "model.depth=2", "model.num_heads=2", "model.ffn_dim=64")
 WEIGHT_DECAY = 0.1  # nonzero, so that the decay takes part in the comparison
@@ -133,7 +134,7 @@ class PretrainingRecorder:
 
 def their_pretraining(cfg, recorded: PretrainingRecorder) -> list[float]:
     """Their masked pretraining from the recorded weights, batches and masks: per-step losses."""
-    encoder = build_model(cfg).encoder
+    encoder = model_of(cfg).encoder
     encoder.load_state_dict(recorded.initial["encoder"])
     vocab = cfg.task.vocab_size
     l1 = cfg.pretrain.loss == "l1"

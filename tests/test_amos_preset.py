@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import compose_config, smoke_overrides
+from helpers.records import model_of
 
 from lra.checks import check_config
 from lra.errors import ConfigError
 from lra.heads import max_pool
 from lra.schedules import build_schedule
-from lra.train import build_model, run
+from lra.train import run
 
 # Their sizes per task: (d_model, n_layers, ff expand, decoder hidden width or None, retrieval's nli head).
 THEIR_MODELS = {
@@ -68,7 +69,7 @@ def their_parameters(task: str, classes: int) -> int:
 def test_every_task_composes_with_their_model(task):
     cfg = amos(task)
     check_config(cfg)
-    model = build_model(cfg)
+    model = model_of(cfg)
     embedding = model.encoder.token_embedding.weight.numel()
     assert sum(p.numel() for p in model.parameters()) - embedding == their_parameters(
         task, cfg.task.num_classes
@@ -110,9 +111,9 @@ def test_max_pooling_leaves_padding_out():
 
 
 def test_the_classifier_takes_its_activation_and_may_be_linear():
-    retrieval = build_model(amos("retrieval")).classifier
+    retrieval = model_of(amos("retrieval")).classifier
     assert [type(layer).__name__ for layer in retrieval] == ["Linear", "GELU", "Linear"]
-    assert [type(layer).__name__ for layer in build_model(amos("listops")).classifier] == ["Linear"]
+    assert [type(layer).__name__ for layer in model_of(amos("listops")).classifier] == ["Linear"]
     with pytest.raises(ConfigError, match=r"^model.classifier_activation='tanh' is invalid: .*relu, gelu"):
         check_config(amos("listops", "model.classifier_activation=tanh"))
     with pytest.raises(ConfigError, match=r"^model.pooling='sum' is invalid: .*max"):

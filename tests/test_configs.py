@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import CONF_DIR, TASKS, compose_config
+from helpers.records import model_of
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
@@ -17,7 +18,6 @@ from lra import resolvers
 from lra.checks import KEY_TYPES, check_config
 from lra.errors import ConfigError
 from lra.loggers import wandb_credentials_found
-from lra.train import build_model
 
 ATTENTION_FILES = sorted(path.stem for path in (CONF_DIR / "attention").glob("*.yaml"))
 APPROXIMATE = [name for name in attention_zoo.available() if attention_zoo.spec(name).budget_option]
@@ -58,7 +58,7 @@ def test_explicit_option_beats_the_budget():
 
 def test_the_model_passes_its_shapes_to_the_attention():
     cfg = compose_config(["task=retrieval", "attention=linformer", "model.dim=96", "model.num_heads=4"])
-    core = build_model(cfg).encoder.blocks[0].attention.core
+    core = model_of(cfg).encoder.blocks[0].attention.core
     assert core.key_proj.shape == (4000, 256) and core.scale == 24**-0.5
 
 
@@ -69,7 +69,7 @@ def test_every_task_composes_with_every_attention(task):
         cfg = compose_config([f"task={task}", f"attention={name}", "features=16"])
         assert cfg.task.name == task and cfg.attention.name == name
         check_config(cfg)
-        build_model(cfg)  # the encoder with this attention in every layer at the task's length
+        model_of(cfg)  # the encoder with this attention in every layer at the task's length
 
 
 def test_task_defaults_follow_the_skyformer_protocol():
@@ -228,7 +228,7 @@ def test_bad_values_are_one_clear_line(override, message):
     cfg = compose_config([*override.split(), "trainer.max_steps=50"])
     with pytest.raises(ConfigError, match=message) as caught:
         check_config(cfg)
-        build_model(cfg)  # what only building can tell, still before any data or training
+        model_of(cfg)  # what only building can tell, still before any data or training
     assert "\n" not in str(caught.value)
 
 

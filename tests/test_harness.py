@@ -248,10 +248,10 @@ def test_unexpected_error_keeps_its_traceback(data_root, tmp_path, monkeypatch):
 
 
 def test_compile_wraps_the_encoder(data_root):
-    from lra.train import build_model
+    from helpers.records import model_of
 
     cfg = compose_config(smoke_overrides(data_root, "listops", "standard", "model.compile=true"))
-    assert type(build_model(cfg).encoder).__name__ == "OptimizedModule"
+    assert type(model_of(cfg).encoder).__name__ == "OptimizedModule"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import math
 import pytest
 import torch
 from conftest import compose_config, smoke_overrides
+from helpers.records import model_of
 from omegaconf import OmegaConf
 
 from lra.checks import check_config
@@ -19,7 +20,7 @@ from lra.errors import ConfigError
 from lra.module import adamw_with_schedule
 from lra.report.runs import protocol_label
 from lra.summary_json import protocol_record
-from lra.train import build_model, run
+from lra.train import run
 
 # The official sizes (emb_dim, qkv_dim, mlp_dim, num_layers, CLS token, learned positions, dual), from
 # lra_benchmarks/<task>/configs/base_*_config.py with transformer_base.py, and the defaults of
@@ -60,7 +61,7 @@ def official_parameters(sizes: tuple, vocab: int, max_len: int, classes: int) ->
 def test_the_transformer_has_the_official_parameter_count(task):
     cfg = compose_config(["experiment=lra", f"task={task}", "attention=standard"])
     check_config(cfg)
-    model = build_model(cfg)
+    model = model_of(cfg)
     task_shape = (cfg.task.vocab_size, cfg.task.seq_len, cfg.task.num_classes)
     assert sum(p.numel() for p in model.parameters()) == official_parameters(OFFICIAL[task], *task_shape)
 
@@ -76,7 +77,7 @@ def test_the_transformer_has_the_official_parameter_count(task):
 def test_attentions_with_their_own_sizes_have_the_official_parameter_count(task, attention, sizes):
     """Attentions without parameters of their own, sized by their <attention>_base.py."""
     cfg = compose_config(["experiment=lra", f"task={task}", f"attention={attention}"])
-    model = build_model(cfg)
+    model = model_of(cfg)
     task_shape = (cfg.task.vocab_size, cfg.task.seq_len, cfg.task.num_classes)
     assert sum(p.numel() for p in model.parameters()) == official_parameters(sizes, *task_shape)
 
@@ -102,7 +103,7 @@ def test_bad_lra_options_are_one_line(override, message):
     cfg = compose_config(["experiment=lra", "task=listops", "attention=standard", override])
     with pytest.raises(ConfigError, match=message):
         check_config(cfg)
-        build_model(cfg)
+        model_of(cfg)
 
 
 def lra_learning_rate(factors: str, step: int, base: float, warmup: int, steps_per_cycle: int = 0) -> float:

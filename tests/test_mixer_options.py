@@ -8,13 +8,13 @@ from functools import partial
 import pytest
 import torch
 from conftest import compose_config
+from helpers.records import model_of
 
 import attention_zoo
 from lra.checks import check_config
 from lra.errors import ConfigError
 from lra.model import LRAClassifier
 from lra.module import adamw_with_schedule, parameter_groups
-from lra.train import build_model
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_bad_config_values_stop_before_training_in_one_line(overrides, message):
     cfg = compose_config(overrides)
     with pytest.raises(ConfigError, match=message) as caught:
         check_config(cfg)
-        build_model(cfg)
+        model_of(cfg)
     assert "\n" not in str(caught.value)
 
 

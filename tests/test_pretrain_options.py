@@ -11,10 +11,10 @@ import torch
 from conftest import compose_config, tiny_data_overrides
 from test_harness_cli import lra_command
 
-from lra.checks import check_config
+from lra.checks import check_config, is_masked, stage_steps
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
-from lra.pretrain_stage import is_masked, stage_steps
 from lra.pretraining import PretrainInputs, sequences
+from lra.resolve import data_record
 from lra.run_identity import comparable_config, job_record
 
 MASKED_OPTIONS = ["pretrain.steps=100", "pretrain.mask_prob=0.2", "pretrain.loss=l1", "pretrain.lr=1e-4"]
@@ -70,7 +70,7 @@ def test_a_retrieval_pretraining_batch_counts_examples_of_two_documents(data_roo
         ["task=retrieval", "pretrain=masked", "pretrain.batch_size=4", f"data_root={data_root}"]
     )
     cfg.task.seq_len = 32  # the tiny sets' length
-    inputs = PretrainInputs.of_config(cfg, cfg.pretrain.batch_size)
+    inputs = PretrainInputs.of_record(data_record(cfg, cfg.pretrain.batch_size))
     inputs.setup("fit")
     tokens, lengths = next(iter(inputs.train_dataloader()))
     assert (tokens.shape, lengths.shape) == ((4, 2, 32), (4, 2))

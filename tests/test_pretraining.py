@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import compose_config, smoke_overrides
+from helpers.records import model_of
 from test_harness import NO_OPTIONS, NaNAttention
 from test_harness_cli import lra_command
 from test_resume import checkpoint, csv_rows, signal_at
@@ -24,17 +25,19 @@ from torch import nn
 import attention_zoo
 from attention_zoo import registry
 from data_prep import PreparedSet, PreparedWriter
+from lra.checkpoint_files import WEIGHTS_FILE
 from lra.checks import check_config
 from lra.errors import ConfigError
 from lra.job_end import SIGTERM_EXIT_STATUS
 from lra.loggers import PRETRAIN_METRICS, PRETRAIN_STEP, RunIdentity, build_wandb
 from lra.model import padding_mask
 from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
-from lra.pretrain_stage import WEIGHTS_FILE, encoder_identity, save_weights, unwrapped
+from lra.pretrain_stage import save_weights, unwrapped
 from lra.pretraining import MaskedPretrainModule, choose_masked
+from lra.resolve import encoder_identity
 from lra.run_identity import comparable_config
 from lra.summary_tables import format_table
-from lra.train import build_model, run
+from lra.train import run
 
 
 def spt_config(
@@ -129,7 +132,7 @@ def test_every_attention_pretrains_then_fine_tunes(data_root, tmp_path, task, at
     assert summary["status"] == "completed", summary["error"]
     assert summary["pretrain"]["steps"] == 1 and summary["metrics"]["train/steps"] == 1
     L.seed_everything(cfg.seed, workers=True, verbose=False)  # the encoder the run started from
-    initial = build_model(cfg).encoder
+    initial = model_of(cfg).encoder
     pretrained = weights_of(tmp_path)
     unchanged = [name for name, value in initial.named_parameters() if torch.equal(value, pretrained[name])]
     assert not unchanged
@@ -272,7 +275,7 @@ def test_incompatible_weights_are_refused_in_one_line_before_training(
 ):
     """Weights written as the stage writes them, for ListOps with standard attention."""
     made_for = spt_config(data_root)
-    weights = unwrapped(build_model(made_for).encoder).state_dict()
+    weights = unwrapped(model_of(made_for).encoder).state_dict()
     path = tmp_path / WEIGHTS_FILE
     save_weights(path, weights, {**encoder_identity(made_for), **meta})
     summary = run(spt_config(data_root, f"pretrain.from={path}", *overrides), tmp_path / "run")

@@ -19,9 +19,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import compose_config, smoke_overrides
+from helpers.records import module_of
 from torch import nn
 
-from lra.train import build_datamodule, build_module, run
+from lra.resolve import data_record
+from lra.train import build_datamodule, run
 
 STEPS, WARMUP, LR = 40, 10, 3e-3  # a learning rate large enough for the schedule and β₁ to show in the losses
 RELATIVE_TOLERANCE = 1e-5
@@ -71,8 +73,8 @@ def train_steps(model, batches, optimizer, schedule, clip_value: float | None = 
 def harness_start(cfg) -> tuple[nn.Module, list]:
     """The harness's initial model and the first ``STEPS`` training batches it draws."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)  # as lra.train.run does before building
-    model = build_module(cfg).model
-    datamodule = build_datamodule(cfg)
+    model = module_of(cfg).model
+    datamodule = build_datamodule(data_record(cfg, cfg.task.batch_size))
     datamodule.setup("fit")
     loader = datamodule.train_dataloader()
     batches = []

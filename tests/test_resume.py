@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import compose_config, smoke_overrides, tiny_data_overrides
+from helpers.records import run_of
 from omegaconf import OmegaConf
 
 from lra.errors import ConfigError
@@ -25,11 +26,11 @@ from lra.job_end import SIGTERM_EXIT_STATUS
 from lra.resume import (
     POINTER_FILE,
     RUN_FILE,
-    comparable_config,
     find_unfinished_run,
     plan_run,
 )
 from lra.resume import run_folders as runs_under
+from lra.run_identity import comparable_config
 from lra.train import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,14 +213,14 @@ def test_resume_auto_picks_the_newest_unfinished_run_of_the_same_config(data_roo
     assert find_unfinished_run(runs_under(roots), config) == newest
     threads_differ = comparable_config(in_process(data_root, "resume=auto", "threads=2", "num_workers=3"))
     assert threads_differ == config  # where and how a run executes is not part of what it computes
-    plan = plan_run(cfg, tmp_path / "new", roots)
+    plan = plan_run(run_of(cfg), tmp_path / "new", roots)
     assert (plan.directory, plan.wandb_run_id, plan.checkpoint) == (
         newest,
         "killed",
         newest / "checkpoints" / "last.ckpt",
     )
     with caplog.at_level("INFO", logger="lra.resume"):
-        fresh = plan_run(in_process(data_root, "resume=auto", "seed=7"), tmp_path / "new", roots)
+        fresh = plan_run(run_of(in_process(data_root, "resume=auto", "seed=7")), tmp_path / "new", roots)
     assert fresh.directory == tmp_path / "new" and fresh.checkpoint is None
     assert "no unfinished run of this config" in caplog.text and "starting afresh" in caplog.text
 
@@ -238,7 +239,7 @@ def test_resuming_a_completed_run_is_refused(data_root, tmp_path):
     done = fake_run(tmp_path, "done", comparable_config(cfg), "completed", True, 100)
     OmegaConf.update(cfg, "resume", str(done))
     with pytest.raises(ConfigError, match="already completed"):
-        plan_run(cfg, tmp_path / "new")
+        plan_run(run_of(cfg), tmp_path / "new")
 
 
 def test_same_seed_same_losses_and_accuracies(data_root, tmp_path):

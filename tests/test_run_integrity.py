@@ -12,6 +12,7 @@ from pathlib import Path
 
 import lightning as L
 import torch
+from helpers.records import run_of
 from lightning.pytorch.callbacks import Callback
 from test_checkpoint_files import flip_a_byte
 from test_resume import EVAL_EVERY, in_process
@@ -43,7 +44,7 @@ def test_a_corrupt_last_checkpoint_falls_back_to_the_newest_that_verifies(data_r
     flip_a_byte(last)  # inside the saved tensors; size and mtime kept
     assert torch.load(last, weights_only=True)["global_step"] == MAX_STEPS  # torch loads it unawares
     with caplog.at_level("WARNING"):
-        plan = plan_run(in_process(data_root, "resume=auto", max_steps=MAX_STEPS), folder)
+        plan = plan_run(run_of(in_process(data_root, "resume=auto", max_steps=MAX_STEPS)), folder)
     assert plan.directory == folder and plan.checkpoint == best
     (line,) = [message for message in caplog.messages if message.startswith("resume:")]
     assert str(last) in line and str(best) in line

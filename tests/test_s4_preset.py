@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import TASKS, compose_config
+from helpers.records import model_of, module_of
 
 from lra.model import LRAClassifier, SequenceBatchNorm
 from lra.module import parameter_groups
 from lra.schedules import build_schedule
-from lra.train import build_model, build_module
 
 # task: (depth, dim, prenorm, batch, lr, warm-up, steps, schedule steps, eval every, d_state, dt_lr, dropout)
 S4_TASKS = {
@@ -48,7 +48,7 @@ def test_every_task_composes_with_their_sizes(task):
 @pytest.mark.parametrize("task", ["listops", "retrieval", "image"])
 def test_the_preset_builds_their_backbone(task):
     cfg = compose_config([f"task={task}", "experiment=s4", "task.seq_len=64"])
-    model = build_model(cfg)
+    model = model_of(cfg)
     block = model.encoder.blocks[0]
     assert isinstance(block.attention_norm, SequenceBatchNorm) and block.ffn is None
     assert model.encoder.position_embedding is None
@@ -66,14 +66,14 @@ def test_the_preset_builds_their_backbone(task):
 def test_the_mixer_options_reach_only_s4d():
     cfg = compose_config(["task=listops", "experiment=s4", "attention=standard", "task.seq_len=64"])
     assert "d_state" not in cfg.attention
-    build_model(cfg)
+    model_of(cfg)
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_the_new_options_keep_todays_encoder_by_default(task):
     """The defaults of conf/model/lra.yaml build the same parameters as before they existed."""
     cfg = compose_config([f"task={task}", "attention=standard", "task.seq_len=64"])
-    model = build_model(cfg)
+    model = model_of(cfg)
     names = {name for name, _ in model.named_parameters()}
     assert "encoder.position_embedding.weight" in names and "encoder.norm.weight" in names
     assert all(not hasattr(p, "_optim") for p in model.parameters())
@@ -98,6 +98,6 @@ def test_warmup_cosine_hf_rises_from_zero_then_falls_half_a_cosine():
 def test_the_schedule_runs_to_schedule_steps_past_the_last_step():
     """Text trains 49,984 steps on a schedule of 50,000: the rate at the last step is not yet 0."""
     cfg = compose_config(["task=text", "experiment=s4", "task.seq_len=64", "model.depth=1"])
-    module = build_module(cfg)
+    module = module_of(cfg)
     factor = module.configure_optimizers()["lr_scheduler"]["scheduler"].lr_lambdas[0]
     assert module.max_steps == 50000 and factor(cfg.trainer.max_steps) > 0 == factor(50000)

@@ -7,13 +7,13 @@ import json
 
 import pytest
 from conftest import CONF_DIR, TASKS
+from helpers.records import model_of
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import attention_zoo
 from lra.checks import check_config
 from lra.errors import ConfigError
-from lra.train import build_model
 
 pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from optuna.distributions import (  # noqa: E402
@@ -153,5 +153,5 @@ def test_every_value_of_every_task_and_attention_search_space_builds_a_model():
                         OmegaConf.update(trial, key, value, merge=False)
                         check_config(trial)
                         if (inputs := model_inputs(trial)) not in built:
-                            build_model(trial)
+                            model_of(trial)
                             built.add(inputs)

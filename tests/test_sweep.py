@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import tiny_data_overrides
+from helpers.records import run_of
 from test_resume import SIGNAL_STEP, assert_finished_as_one_run, fake_run, in_process, lra, signal_at
 
 from lra.errors import ConfigError
@@ -65,10 +66,12 @@ def test_a_job_whose_own_folder_holds_its_unfinished_run_continues_there(data_ro
     cfg = in_process(data_root)
     own = fake_run(tmp_path, "job", comparable_config(cfg), "interrupted", True, 100)
     for resume in ("null", "auto"):
-        plan = plan_run(in_process(data_root, f"resume={resume}"), own, roots=[tmp_path / "elsewhere"])
+        plan = plan_run(
+            run_of(in_process(data_root, f"resume={resume}")), own, roots=[tmp_path / "elsewhere"]
+        )
         assert (plan.directory, plan.checkpoint) == (own, own / "checkpoints" / "last.ckpt")
     other = fake_run(tmp_path, "other", {**comparable_config(cfg), "seed": 3}, "interrupted", True, 100)
-    assert plan_run(cfg, other).checkpoint is None  # another job's folder: a fresh run
+    assert plan_run(run_of(cfg), other).checkpoint is None  # another job's folder: a fresh run
 
 
 def test_resume_auto_skips_a_completed_job_and_refuses_a_changed_config(data_root, tmp_path):
@@ -76,7 +79,7 @@ def test_resume_auto_skips_a_completed_job_and_refuses_a_changed_config(data_roo
     config = comparable_config(cfg)
     job_overrides = ["task=listops", "attention=standard", "seed=0", "resume=auto"]
     done = fake_run(tmp_path / "multirun", "done", config, "completed", True, 100)
-    plan = plan_run(cfg, tmp_path / "new", [tmp_path / "multirun"], job_overrides)
+    plan = plan_run(run_of(cfg, job_overrides), tmp_path / "new", [tmp_path / "multirun"])
     assert plan.completed and plan.directory == done.resolve()
 
     edited = {**config, "task": {**config["task"], "lr": 9}}
@@ -85,7 +88,7 @@ def test_resume_auto_skips_a_completed_job_and_refuses_a_changed_config(data_roo
     run_file["overrides"] = comparable_overrides(job_overrides)
     (changed / "run.json").write_text(json.dumps(run_file))
     with pytest.raises(ConfigError, match=r"had another config \(task\.lr differ") as refused:
-        plan_run(cfg, tmp_path / "new", [tmp_path / "old"], job_overrides)
+        plan_run(run_of(cfg, job_overrides), tmp_path / "new", [tmp_path / "old"])
     assert "\n" not in str(refused.value) and "resume=null" in str(refused.value)
     assert job_fingerprint(config) == job_fingerprint(comparable_config(in_process(data_root, "threads=3")))
 

@@ -158,7 +158,8 @@ def checkpoint_core_inputs(checkpoint: Path, data_root: Path | None, count: int)
     ``count`` validation inputs."""
     from omegaconf import OmegaConf
 
-    from lra.train import build_datamodule, build_module
+    from lra.resolve import data_record, model_record, optim_record
+    from lra.train import build_datamodule, build_model, build_module
 
     if not checkpoint.is_file():
         raise FileNotFoundError(f"checkpoint {checkpoint} not found; train with `python -m lra ...` first")
@@ -168,9 +169,9 @@ def checkpoint_core_inputs(checkpoint: Path, data_root: Path | None, count: int)
         overrides["data_root"] = str(data_root)
     for key, value in overrides.items():
         OmegaConf.update(cfg, key, value)
-    module = build_module(cfg)
+    module = build_module(optim_record(cfg, cfg.trainer.max_steps), build_model(model_record(cfg)))
     module.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"])
-    datamodule = build_datamodule(cfg)
+    datamodule = build_datamodule(data_record(cfg, cfg.task.batch_size))
     datamodule.setup("validate")
     tokens, lengths, _ = next(iter(datamodule.val_dataloader()))
     captured: Captured = []

@@ -33,7 +33,8 @@ from lra.checks import check_config
 from lra.memory import keep_freed_heap
 from lra.paths import CONFIG_DIR
 from lra.published_costs import RUN_COST
-from lra.train import build_module
+from lra.resolve import job_records, trainer_record
+from lra.train import build_model, build_module
 from lra.trainers import clipping
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels
@@ -64,10 +65,11 @@ def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
     level = lightning_logger.level
     lightning_logger.setLevel(logging.WARNING)
     try:
+        trainer = trainer_record(cfg, cfg.trainer.max_steps)
         devices, steps, clip = (
             [device.index or 0] if device.type == "cuda" else 1,
-            cfg.trainer.max_steps,
-            clipping(cfg.protocol),
+            trainer.max_steps,
+            clipping(trainer),
         )
         return L.Trainer(barebones=True, accelerator=device.type, devices=devices, max_steps=steps, **clip)
     finally:
@@ -105,9 +107,11 @@ class HarnessStep:
 
     @classmethod
     def build(cls, cfg: DictConfig, device: torch.device) -> HarnessStep:
-        """``build_module(cfg)`` on ``device`` (seeded by ``cfg.seed``), its optimizer, a random batch."""
+        """The harness's module of ``cfg`` on ``device`` (seeded by ``cfg.seed``), its optimizer, a
+        random batch."""
         torch.manual_seed(cfg.seed)
-        module = build_module(cfg).to(device).train()
+        records = job_records(cfg)
+        module = build_module(records.optim, build_model(records.model)).to(device).train()
         trainer = barebones_trainer(cfg, device)
         module.trainer = trainer
         [optimizer], schedulers = _init_optimizers_and_lr_schedulers(module)
