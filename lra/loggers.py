@@ -27,9 +27,9 @@ from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from lra.csv_metrics import AtomicCSVLogger
 from lra.errors import ConfigError
 from lra.naming import run_group, run_name
+from lra.pretraining import PRETRAIN_STEP
 
 WANDB_MODES = ("offline", "online", "disabled")
-PRETRAIN_STEP = "pretrain/step"  # the pretraining stage's step, in each of its rows
 PRETRAIN_METRICS = ("pretrain/loss", "pretrain/acc", "pretrain/elapsed_s", "val/pretrain_acc")
 CSV_DEFAULTS = {"flush_logs_every_n_steps": 50}  # as conf/logger/csv.yaml
 

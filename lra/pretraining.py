@@ -23,10 +23,10 @@ from torchmetrics import SumMetric
 
 import data_prep
 from lra.data import LRADataModule
-from lra.loggers import PRETRAIN_STEP
 from lra.model import padding_mask
 from lra.module import ADAM_BETAS, ADAM_EPS, NonFiniteLossWatch, configured_adamw
 
+PRETRAIN_STEP = "pretrain/step"  # the pretraining stage's step, in each of its rows (its x axis)
 MASK_TOKENS = 1  # the vocabulary grows by [MASK], in both stages, so that the weights carry over as they are
 
 
