@@ -15,6 +15,6 @@ Above them sit ``report`` (tables and figures of finished runs), ``bench`` (benc
 the ``lra.*`` OmegaConf resolvers (``resolvers``).
 """
 
-from lra.resolvers import register_resolvers
+from lra.job.resolvers import register_resolvers
 
 register_resolvers()

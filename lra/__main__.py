@@ -19,13 +19,13 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import lra  # noqa: F401  (registers the lra.* resolvers the configs use)
-from lra.paths import CONFIG_DIR
+from lra.config.paths import CONFIG_DIR
 
 
 def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
     """Where ``resume=auto`` looks: the fixed leading folders of the single-run and sweep output patterns
     (``outputs``, ``multirun``)."""
-    from lra.resume import static_root
+    from lra.job.resume import static_root
 
     patterns = OmegaConf.to_container(hydra_config, resolve=False)
     return [static_root(patterns[mode]["dir"], output_dir.parent) for mode in ("run", "sweep")]
@@ -33,7 +33,7 @@ def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> float:
-    from lra.errors import ConfigError
+    from lra.config.errors import ConfigError
     from lra.search.best import apply_best, objective
 
     hydra_config = HydraConfig.get()
@@ -44,8 +44,8 @@ def main(cfg: DictConfig) -> float:
     except ConfigError as error:
         print(f"lra: failed: {error}", file=sys.stderr, flush=True)
         sys.exit(1)
-    from lra.preemption import SubmititRequeue  # imported here so that a bad command line fails
-    from lra.train import run  # before torch loads
+    from lra.job.preemption import SubmititRequeue  # imported here so that a bad command line fails
+    from lra.job.train import run  # before torch loads
 
     # Hydra's handlers (console and <run dir>/<job>.log) already take Lightning's messages:
     # without this, Lightning's own console handler would print each of them a second time.
@@ -70,9 +70,9 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    from lra.errors import ConfigError
-    from lra.extras import check_command_line
-    from lra.hydra_errors import one_line_errors
+    from lra.config.errors import ConfigError
+    from lra.config.extras import check_command_line
+    from lra.config.hydra_errors import one_line_errors
 
     try:
         check_command_line(sys.argv[1:])  # an optional part that is not installed: one line, before Hydra

@@ -13,8 +13,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 import data_prep
+from lra.config.errors import ConfigError
 from lra.config.records import DataRecord
-from lra.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from test_protocol_parity import (
 from test_resume import csv_rows
 from torch import nn
 
-from lra import pretraining
-from lra.train import run
+from lra.job.train import run
+from lra.model import pretraining
 
 SMALL_MODEL = ("model.dim=32", "model.depth=2", "model.num_heads=2", "model.ffn_dim=64")
 WEIGHT_DECAY = 0.1  # nonzero, so that the decay takes part in the comparison

@@ -10,11 +10,11 @@ import torch
 from conftest import compose_config, smoke_overrides
 from helpers.records import model_of
 
-from lra.checks import check_config
-from lra.errors import ConfigError
-from lra.heads import max_pool
-from lra.schedules import build_schedule
-from lra.train import run
+from lra.config.errors import ConfigError
+from lra.job.checks import check_config
+from lra.job.train import run
+from lra.model.heads import max_pool
+from lra.model.schedules import build_schedule
 
 # Their sizes per task: (d_model, n_layers, ff expand, decoder hidden width or None, retrieval's nli head).
 THEIR_MODELS = {

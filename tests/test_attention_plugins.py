@@ -16,10 +16,10 @@ from conftest import compose_config, tiny_data_overrides
 
 import attention_zoo
 from attention_zoo import plugins
-from lra.checks import check_config
-from lra.errors import ConfigError
-from lra.model import LRAClassifier
-from lra.module import parameter_groups
+from lra.config.errors import ConfigError
+from lra.job.checks import check_config
+from lra.model.encoder import LRAClassifier
+from lra.model.module import parameter_groups
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_PACKAGE = Path(__file__).resolve().parent / "plugin_package"

@@ -222,7 +222,7 @@ def test_fidelity_tiny_run_writes_outputs_and_nystrom_converges(tmp_path):
 def test_fidelity_on_the_qkv_of_a_trained_checkpoint(tmp_path, data_root):
     from conftest import TINY_SEQ_LEN, compose_config, smoke_overrides
 
-    from lra.train import run
+    from lra.job.train import run
 
     summary = run(compose_config(smoke_overrides(data_root, "image", "standard")), tmp_path / "run")
     assert summary["status"] == "completed", summary["error"]

@@ -66,7 +66,7 @@ def test_against_authors_needs_a_checkout(tmp_path):
 
 FAULTS_OF_A_NEW_BUFFER = """
 import sys, torch
-from lra.memory import keep_freed_heap, minor_page_faults
+from lra.job.memory import keep_freed_heap, minor_page_faults
 if sys.argv[1] == "steady":
     keep_freed_heap()
 for _ in range(3):

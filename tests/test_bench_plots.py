@@ -13,7 +13,7 @@ from lra.bench.efficiency import efficiency_figure, stop_note
 from lra.bench.efficiency_measure import Measurement, bench_names
 from lra.bench.fidelity import fidelity_figure
 from lra.bench.fidelity_measure import FidelityRow
-from lra.plotting import agg_pyplot, attention_color, text_problems
+from lra.results.plotting import agg_pyplot, attention_color, text_problems
 
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 BUDGETS = [16, 32, 64, 128, 256]

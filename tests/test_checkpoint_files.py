@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from data_prep.storage import write_json
-from lra import checkpoint_files
-from lra.checkpoint_files import (
+from lra.config.errors import CorruptCheckpointError
+from lra.job import checkpoint_files
+from lra.job.checkpoint_files import (
     REPLACED,
     STAMPS_FILE,
     VerifiedCheckpointIO,
@@ -24,8 +25,7 @@ from lra.checkpoint_files import (
     resumable_checkpoint,
     write_checkpoint,
 )
-from lra.disk_full import disk_full_errors, disk_full_line
-from lra.errors import CorruptCheckpointError
+from lra.job.disk_full import disk_full_errors, disk_full_line
 
 
 def flip_a_byte(path: Path) -> None:
@@ -140,7 +140,7 @@ def test_resume_falls_back_to_the_newest_checkpoint_that_verifies(tmp_path, capl
         write_checkpoint({"name": name}, folder / f"{name}.ckpt")
     assert resumable_checkpoint(tmp_path) == folder / "last.ckpt"
     flip_a_byte(folder / "last.ckpt")
-    with caplog.at_level("WARNING", logger="lra.checkpoint_files"):
+    with caplog.at_level("WARNING", logger="lra.job.checkpoint_files"):
         assert resumable_checkpoint(tmp_path) == folder / "best.ckpt"
     (line,) = caplog.messages
     assert (

@@ -9,10 +9,10 @@ from conftest import CONF_DIR, compose_config
 from helpers.python_m_lra import python_m_lra
 from hydra import compose, initialize_config_dir
 
-from lra.checks import check_config
-from lra.errors import ConfigError, OutputFolderError
-from lra.hydra_errors import error_line
-from lra.paths import writable_folder
+from lra.config.errors import ConfigError, OutputFolderError
+from lra.config.hydra_errors import error_line
+from lra.config.paths import writable_folder
+from lra.job.checks import check_config
 
 
 def composition_line(overrides: list[str]) -> str:

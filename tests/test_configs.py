@@ -14,10 +14,10 @@ from omegaconf import OmegaConf
 
 import attention_zoo
 from data_prep.recipes import RECIPES
-from lra import resolvers
-from lra.checks import KEY_TYPES, check_config
-from lra.errors import ConfigError
-from lra.loggers import wandb_credentials_found
+from lra.config.errors import ConfigError
+from lra.job import resolvers
+from lra.job.checks import KEY_TYPES, check_config
+from lra.job.loggers import wandb_credentials_found
 
 ATTENTION_FILES = sorted(path.stem for path in (CONF_DIR / "attention").glob("*.yaml"))
 APPROXIMATE = [name for name in attention_zoo.available() if attention_zoo.spec(name).budget_option]

@@ -14,10 +14,10 @@ from helpers.python_m_lra import python_m_lra
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import OmegaConf
 
-from lra.console import QuietNotes
-from lra.job_state import JobState
-from lra.loggers import RunIdentity, build_wandb
-from lra.progress_bar import PRETRAINING, StageProgressBar
+from lra.job.console import QuietNotes
+from lra.job.job_state import JobState
+from lra.job.loggers import RunIdentity, build_wandb
+from lra.job.progress_bar import PRETRAINING, StageProgressBar
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def console():
 
 def test_the_console_handler_carries_the_filter():
     logging_config = OmegaConf.load(REPO / "conf" / "config.yaml").hydra.job_logging
-    assert logging_config.filters.quiet_notes["()"] == "lra.console.QuietNotes"
+    assert logging_config.filters.quiet_notes["()"] == "lra.job.console.QuietNotes"
     assert list(logging_config.handlers.console.filters) == ["quiet_notes"]
 
 

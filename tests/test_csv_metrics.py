@@ -7,8 +7,8 @@ import csv
 import errno
 import os
 
-from lra import csv_metrics
-from lra.csv_metrics import AtomicCSVLogger
+from lra.job import csv_metrics
+from lra.job.csv_metrics import AtomicCSVLogger
 
 
 def rows(logger: AtomicCSVLogger) -> list[dict[str, str]]:
@@ -32,7 +32,7 @@ def test_a_full_disk_leaves_whole_rows_and_the_next_save_writes_the_rest(tmp_pat
 
     monkeypatch.setattr(csv_metrics.os, "write", half_then_full)
     logger.log_metrics({"train/loss": 2.0}, step=1)
-    with caplog.at_level("WARNING", logger="lra.csv_metrics"):
+    with caplog.at_level("WARNING", logger="lra.job.csv_metrics"):
         logger.save()  # an append
         logger.log_metrics({"val/acc": 0.5}, step=2)
         monkeypatch.setattr(csv_metrics.os, "replace", full)

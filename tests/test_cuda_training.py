@@ -13,7 +13,7 @@ import pytest
 import torch
 from conftest import compose_config, smoke_overrides
 
-from lra.train import run
+from lra.job.train import run
 
 pytestmark = pytest.mark.cuda
 

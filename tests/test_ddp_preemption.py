@@ -28,8 +28,8 @@ from test_resume import (
 )
 from test_resume import signal_at as signal_at_step
 
-from lra.agreed_stop import StopFlag
-from lra.train import run
+from lra.job.agreed_stop import StopFlag
+from lra.job.train import run
 
 DDP = ("trainer.strategy=ddp", "trainer.devices=2", "logger=csv")
 STEPS_PER_EPOCH = 2  # 40 training examples, 2 processes, batches of 8 (drop_last)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lra.naming import IGNORED_KEYS
+from lra.config.naming import IGNORED_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/*.md", "*/README.md", "results/*/README.md")

@@ -11,8 +11,8 @@ import torch
 from test_resume import EVAL_EVERY, MAX_STEPS, checkpoint, csv_rows, in_process, signal_at
 
 from lra.data import EpochPermutationSampler
-from lra.job_end import SIGTERM_EXIT_STATUS
-from lra.train import run
+from lra.job.job_end import SIGTERM_EXIT_STATUS
+from lra.job.train import run
 
 # 40 training examples in batches of 8: 5 steps an epoch, so step 7 is mid-way through the second epoch.
 STOP_STEP = 7

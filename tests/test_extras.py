@@ -10,8 +10,8 @@ import sys
 import pytest
 from test_resume import REPO
 
-from lra.errors import ConfigError
-from lra.extras import check_command_line
+from lra.config.errors import ConfigError
+from lra.config.extras import check_command_line
 
 SUBMITIT, JOBLIB = "hydra_plugins.hydra_submitit_launcher", "hydra_plugins.hydra_joblib_launcher"
 # (command-line words, the module that goes missing, the extra that the message names)

@@ -10,7 +10,7 @@ from test_resume import lra
 from lra.one_line import ELLIPSIS, one_line
 from lra.report.runs import Run
 from lra.report.tables import failed_section
-from lra.summary_tables import WHY_WIDTH, format_table
+from lra.results.summary_tables import WHY_WIDTH, format_table
 
 WARMUP = (
     "task.warmup_steps=1000 exceeds trainer.max_steps=6: the one_cycle schedule needs its peak within the run"

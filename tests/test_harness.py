@@ -19,9 +19,9 @@ from torch import nn
 import attention_zoo
 from attention_zoo import registry
 from data_prep.recipes import RECIPES, Build, Recipe
-from lra.callbacks import StepTimer
-from lra.summary_json import SCHEMA
-from lra.train import run
+from lra.job.callbacks import StepTimer
+from lra.job.train import run
+from lra.results.summary_json import SCHEMA
 
 PERF_KEYS = ("perf/step_ms", "perf/samples_per_s", "perf/train_time_s", "perf/peak_rss_mb", "model/params")
 
@@ -315,6 +315,6 @@ def test_step_timer_reads_completed_steps_at_once_and_keeps_only_the_rest_pendin
 @pytest.mark.parametrize(("setting", "calls"), [("true", 1), ("false", 0)])
 def test_steady_heap_sets_up_the_c_heap_before_training(data_root, tmp_path, monkeypatch, setting, calls):
     made = []
-    monkeypatch.setattr("lra.train.keep_freed_heap", lambda: made.append(True) or True)
+    monkeypatch.setattr("lra.job.train.keep_freed_heap", lambda: made.append(True) or True)
     summary = run_job(data_root, tmp_path, "listops", "standard", f"steady_heap={setting}")
     assert summary["status"] == "completed" and len(made) == calls

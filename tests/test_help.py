@@ -10,7 +10,7 @@ from conftest import CONF_DIR
 from hydra import compose, initialize_config_dir
 
 from lra.bench.__main__ import COMMANDS, EXAMPLES, build_parser
-from lra.help_groups import derived_groups
+from lra.config.help_groups import derived_groups
 from lra.report import cli as report_cli
 
 MARKUP = ("``", ":func:", ":class:", "lra.report.", "lra.bench.")

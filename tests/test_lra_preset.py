@@ -15,12 +15,12 @@ from conftest import compose_config, smoke_overrides
 from helpers.records import model_of
 from omegaconf import OmegaConf
 
-from lra.checks import check_config
-from lra.errors import ConfigError
-from lra.module import adamw_with_schedule
+from lra.config.errors import ConfigError
+from lra.job.checks import check_config
+from lra.job.train import run
+from lra.model.module import adamw_with_schedule
 from lra.report.runs import protocol_label
-from lra.summary_json import protocol_record
-from lra.train import run
+from lra.results.summary_json import protocol_record
 
 # The official sizes (emb_dim, qkv_dim, mlp_dim, num_layers, CLS token, learned positions, dual), from
 # lra_benchmarks/<task>/configs/base_*_config.py with transformer_base.py, and the defaults of

@@ -11,10 +11,10 @@ from conftest import compose_config
 from helpers.records import model_of
 
 import attention_zoo
-from lra.checks import check_config
-from lra.errors import ConfigError
-from lra.model import LRAClassifier
-from lra.module import adamw_with_schedule, parameter_groups
+from lra.config.errors import ConfigError
+from lra.job.checks import check_config
+from lra.model.encoder import LRAClassifier
+from lra.model.module import adamw_with_schedule, parameter_groups
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import attention_zoo
-from lra.callbacks import parameter_counts
-from lra.model import LRAClassifier, padding_mask
+from lra.job.callbacks import parameter_counts
+from lra.model.encoder import LRAClassifier, padding_mask
 
 SEQ = 24
 

@@ -13,7 +13,7 @@ from conftest import CONF_DIR, tiny_data_overrides
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
-from lra import resolvers
+from lra.job import resolvers
 
 REPO = Path(__file__).resolve().parent.parent
 

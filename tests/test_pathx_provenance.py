@@ -13,9 +13,9 @@ from helpers.source_samples import write_pathfinder_release
 import data_prep
 from data_prep.commands import main
 from data_prep.recipes import RECIPES, ensure_prepared, resolve
+from lra.job.train import run
 from lra.report.cli import main as report_main
 from lra.report.runs import GENERATED
-from lra.train import run
 
 PATHX_TOKENS = 128 * 128
 

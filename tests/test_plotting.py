@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import attention_zoo
-from lra.plotting import ATTENTION_COLORS, agg_pyplot, attention_color, save_figure, text_problems
+from lra.results.plotting import ATTENTION_COLORS, agg_pyplot, attention_color, save_figure, text_problems
 
 
 def test_every_registered_attention_has_its_own_colour_in_every_variant():

@@ -9,7 +9,7 @@ import json
 import pytest
 from test_resume import MAX_STEPS, SIGNAL_STEP, assert_finished_as_one_run, lra, short_run, signal_at
 
-from lra.preemption import lightning_plugins
+from lra.job.preemption import lightning_plugins
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="needs the cluster extra")
 

@@ -11,11 +11,11 @@ import torch
 from conftest import compose_config, tiny_data_overrides
 from test_harness_cli import lra_command
 
-from lra.checks import check_config, is_masked, stage_steps
-from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
-from lra.pretraining import PretrainInputs, sequences
-from lra.resolve import data_record
-from lra.run_identity import comparable_config, job_record
+from lra.config.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
+from lra.job.checks import check_config, is_masked, stage_steps
+from lra.job.resolve import data_record
+from lra.job.run_identity import comparable_config, job_record
+from lra.model.pretraining import PretrainInputs, sequences
 
 MASKED_OPTIONS = ["pretrain.steps=100", "pretrain.mask_prob=0.2", "pretrain.loss=l1", "pretrain.lr=1e-4"]
 

@@ -25,19 +25,19 @@ from torch import nn
 import attention_zoo
 from attention_zoo import registry
 from data_prep import PreparedSet, PreparedWriter
-from lra.checkpoint_files import WEIGHTS_FILE
-from lra.checks import check_config
-from lra.errors import ConfigError
-from lra.job_end import SIGTERM_EXIT_STATUS
-from lra.loggers import PRETRAIN_METRICS, PRETRAIN_STEP, RunIdentity, build_wandb
-from lra.model import padding_mask
-from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
-from lra.pretrain_stage import save_weights, unwrapped
-from lra.pretraining import MaskedPretrainModule, choose_masked
-from lra.resolve import encoder_identity
-from lra.run_identity import comparable_config
-from lra.summary_tables import format_table
-from lra.train import run
+from lra.config.errors import ConfigError
+from lra.config.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
+from lra.job.checkpoint_files import WEIGHTS_FILE
+from lra.job.checks import check_config
+from lra.job.job_end import SIGTERM_EXIT_STATUS
+from lra.job.loggers import PRETRAIN_METRICS, PRETRAIN_STEP, RunIdentity, build_wandb
+from lra.job.pretrain_stage import save_weights, unwrapped
+from lra.job.resolve import encoder_identity
+from lra.job.run_identity import comparable_config
+from lra.job.train import run
+from lra.model.encoder import padding_mask
+from lra.model.pretraining import MaskedPretrainModule, choose_masked
+from lra.results.summary_tables import format_table
 
 
 def spt_config(

@@ -22,8 +22,8 @@ from conftest import compose_config, smoke_overrides
 from helpers.records import module_of
 from torch import nn
 
-from lra.resolve import data_record
-from lra.train import build_datamodule, run
+from lra.job.resolve import data_record
+from lra.job.train import build_datamodule, run
 
 STEPS, WARMUP, LR = 40, 10, 3e-3  # a learning rate large enough for the schedule and β₁ to show in the losses
 RELATIVE_TOLERANCE = 1e-5

@@ -9,8 +9,8 @@ from itertools import pairwise
 import pytest
 
 import attention_zoo
-from lra.published_costs import LAYER_COST, LAYER_COST_LENGTHS, RUN_COST, layer_cost_baseline
-from lra.published_numbers import (
+from lra.results.published_costs import LAYER_COST, LAYER_COST_LENGTHS, RUN_COST, layer_cost_baseline
+from lra.results.published_numbers import (
     ACCURACY,
     AMOS_SPT_ACCURACY,
     LRA_ACCURACY,

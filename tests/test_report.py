@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from helpers.report_summaries import write_summary
 
-from lra.published_numbers import ACCURACY
 from lra.report.cli import main
+from lra.results.published_numbers import ACCURACY
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

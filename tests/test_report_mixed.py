@@ -12,13 +12,13 @@ import pytest
 from helpers.mixed_runs import DEMO, FAILURES, RUN_COUNT, write_mixed_runs
 from helpers.report_summaries import write_summary
 
-from lra.plotting import agg_pyplot, text_problems
 from lra.report.cli import main
 from lra.report.curves import read_curves
 from lra.report.document import split_by_protocol
 from lra.report.figure3 import speed_accuracy_memory
 from lra.report.figures import accuracy_vs_time, validation_curves
 from lra.report.runs import find_runs, latest_per_seed
+from lra.results.plotting import agg_pyplot, text_problems
 
 # (task, data, protocol) of each panel, as its title's lines say them
 GROUPS = 8  # listops ×3 (preset, demo), text ×2 (two presets), retrieval, image, pathfinder ×2 (preset, demo)

@@ -13,14 +13,14 @@ from conftest import compose_config, smoke_overrides
 from helpers.mixed_runs import DEMO
 from helpers.report_summaries import write_curve, write_summary
 
-from lra.plotting import agg_pyplot, save_figure, text_problems
-from lra.published_numbers import TASKS
+from lra.job.train import run
 from lra.report.cli import main
 from lra.report.curves import read_curve, read_curves
 from lra.report.figure3 import MAX_LABELS, speed_accuracy_memory
 from lra.report.figures import accuracy_vs_time, validation_curves
 from lra.report.runs import find_runs, latest_per_seed, load_run
-from lra.train import run
+from lra.results.plotting import agg_pyplot, save_figure, text_problems
+from lra.results.published_numbers import TASKS
 
 MAJORITY = {"train": 0.5, "val": 0.5, "test": 0.5}
 # attention -> (test accuracy, median step ms, peak RSS MB); a long variant label tests the legend

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from helpers.report_summaries import write_summary
 
-from lra.published_numbers import LRA_ACCURACY, SKYFORMER_ACCURACY, comparable
+from lra.job.run_identity import preset_of
 from lra.report.cli import main
-from lra.run_identity import preset_of
+from lra.results.published_numbers import LRA_ACCURACY, SKYFORMER_ACCURACY, comparable
 
 
 def test_the_preset_is_the_experiment_override_as_typed():

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from helpers.report_summaries import masked_pretrain, write_curve, write_summary
 
-from lra.plotting import agg_pyplot, attention_color, text_problems
-from lra.published_numbers import AMOS_SPT_ACCURACY
 from lra.report.cli import main
 from lra.report.curves import read_curve, read_curves
 from lra.report.figures import accuracy_vs_time, validation_curves
 from lra.report.runs import SCHEMAS, find_runs, latest_per_seed, load_run
 from lra.report.spt import gain_cell
-from lra.summary_json import SCHEMA
+from lra.results.plotting import agg_pyplot, attention_color, text_problems
+from lra.results.published_numbers import AMOS_SPT_ACCURACY
+from lra.results.summary_json import SCHEMA
 
 MAJORITY = {"train": 0.5, "val": 0.5, "test": 0.5}
 SCRATCH = {"listops": (0.30, 0.35, 0.40), "text": (0.60, 0.64)}  # seeds 0, 1(, 2)

@@ -16,9 +16,9 @@ from helpers.report_summaries import masked_pretrain, write_summary
 from test_resume import lra
 from wandb_workspaces.workspaces._run_color_groups import parse_run_color_group_key
 
-from lra.plotting import attention_color
 from lra.report.runs import Run, find_runs
 from lra.report.wandb_workspace import WorkspaceError, build_workspaces, save_workspaces, write_workspaces
+from lra.results.plotting import attention_color
 
 TASKS, ATTENTIONS, LANDMARKS, SEEDS = ("listops", "text"), ("nystrom", "skyformer"), (32, 64), (0, 1)
 

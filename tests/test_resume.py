@@ -21,17 +21,17 @@ from conftest import compose_config, smoke_overrides, tiny_data_overrides
 from helpers.records import run_of
 from omegaconf import OmegaConf
 
-from lra.errors import ConfigError
-from lra.job_end import SIGTERM_EXIT_STATUS
-from lra.resume import (
+from lra.config.errors import ConfigError
+from lra.job.job_end import SIGTERM_EXIT_STATUS
+from lra.job.resume import (
     POINTER_FILE,
     RUN_FILE,
     find_unfinished_run,
     plan_run,
 )
-from lra.resume import run_folders as runs_under
-from lra.run_identity import comparable_config
-from lra.train import run
+from lra.job.resume import run_folders as runs_under
+from lra.job.run_identity import comparable_config
+from lra.job.train import run
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS, EVAL_EVERY, SIGNAL_STEP = 12, 4, 6
@@ -219,7 +219,7 @@ def test_resume_auto_picks_the_newest_unfinished_run_of_the_same_config(data_roo
         "killed",
         newest / "checkpoints" / "last.ckpt",
     )
-    with caplog.at_level("INFO", logger="lra.resume"):
+    with caplog.at_level("INFO", logger="lra.job.resume"):
         fresh = plan_run(run_of(in_process(data_root, "resume=auto", "seed=7")), tmp_path / "new", roots)
     assert fresh.directory == tmp_path / "new" and fresh.checkpoint is None
     assert "no unfinished run of this config" in caplog.text and "starting afresh" in caplog.text

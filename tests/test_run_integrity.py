@@ -17,10 +17,10 @@ from lightning.pytorch.callbacks import Callback
 from test_checkpoint_files import flip_a_byte
 from test_resume import EVAL_EVERY, in_process
 
-from lra.checkpoint_files import checkpoint_fault
-from lra.resume import checkpoint_step, plan_run
-from lra.run_lock import RunLock
-from lra.train import run
+from lra.job.checkpoint_files import checkpoint_fault
+from lra.job.resume import checkpoint_step, plan_run
+from lra.job.run_lock import RunLock
+from lra.job.train import run
 
 MAX_STEPS = 2 * EVAL_EVERY
 

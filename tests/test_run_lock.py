@@ -17,13 +17,13 @@ import pytest
 from conftest import tiny_data_overrides
 from test_resume import REPO
 
-from lra.errors import RunFolderBusy
-from lra.run_lock import LOCK_FILE, RunLock
+from lra.config.errors import RunFolderBusy
+from lra.job.run_lock import LOCK_FILE, RunLock
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from lra.run_lock import RunLock
+from lra.job.run_lock import RunLock
 RunLock.acquire(Path(sys.argv[1]))
 print("held", flush=True)
 time.sleep(60)

@@ -20,7 +20,7 @@ from conftest import compose_config, smoke_overrides
 from test_protocol_parity import STEPS, harness_losses, harness_start, relative_gaps, train_steps
 from torch import nn
 
-from lra.model import padding_mask
+from lra.model.encoder import padding_mask
 
 WARMUP, LR, SSM_LR, WEIGHT_DECAY = 10, 1e-2, 1e-3, 0.05  # s4-listops.yaml's rates, a short warm-up
 RELATIVE_TOLERANCE = 1e-5

@@ -14,12 +14,12 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from test_resume import lra, signal_at
 
-from lra.errors import ConfigError
-from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
+from lra.config.errors import ConfigError
+from lra.config.naming import STUDY_ENV, SWEPT_KEYS_ENV, parse, run_group
 from lra.report.cli import main as report_main
+from lra.results.summary_json import read_summaries
 from lra.search.best import apply_best, objective
 from lra.search.study import study_name, trained_params
-from lra.summary_json import read_summaries
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from lra.search.trials import ERROR_ATTR  # noqa: E402

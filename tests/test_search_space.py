@@ -12,8 +12,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import attention_zoo
-from lra.checks import check_config
-from lra.errors import ConfigError
+from lra.config.errors import ConfigError
+from lra.job.checks import check_config
 
 pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from optuna.distributions import (  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lra.errors import ConfigError
+from lra.config.errors import ConfigError
 from lra.report.studies import studies_section
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")

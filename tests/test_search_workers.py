@@ -22,7 +22,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 from test_resume import REPO, signal_at
 
-from lra.naming import STUDY_ENV
+from lra.config.naming import STUDY_ENV
 
 optuna = pytest.importorskip("optuna", reason="the `search` extra is not installed")
 from optuna.distributions import FloatDistribution  # noqa: E402

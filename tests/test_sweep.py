@@ -11,14 +11,14 @@ from conftest import tiny_data_overrides
 from helpers.records import run_of
 from test_resume import SIGNAL_STEP, assert_finished_as_one_run, fake_run, in_process, lra, signal_at
 
-from lra.errors import ConfigError
-from lra.loggers import RunIdentity
-from lra.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys, run_name, short_keys, swept_keys
-from lra.resume import POINTER_FILE, plan_run
-from lra.run_identity import comparable_config, comparable_overrides, job_fingerprint
-from lra.summary_json import read_summaries
-from lra.summary_tables import format_table
-from lra.train import run
+from lra.config.errors import ConfigError
+from lra.config.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys, run_name, short_keys, swept_keys
+from lra.job.loggers import RunIdentity
+from lra.job.resume import POINTER_FILE, plan_run
+from lra.job.run_identity import comparable_config, comparable_overrides, job_fingerprint
+from lra.job.train import run
+from lra.results.summary_json import read_summaries
+from lra.results.summary_tables import format_table
 
 
 def test_swept_keys_are_the_comma_and_range_overrides_less_task_attention_seed():

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from lra.bench import authors_ssm, compare, efficiency, fidelity, train_speed
-from lra.errors import OutputFolderError
+from lra.config.errors import OutputFolderError
 
 COMMANDS = {
     "compare": compare,

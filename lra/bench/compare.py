@@ -19,7 +19,7 @@ import torch
 
 from lra.bench.authors_cores import Function, Inputs, Pair, authors_pairs, authors_provenance
 from lra.bench.output import Outputs, add_out_argument, number
-from lra.memory import keep_freed_heap, minor_page_faults
+from lra.job.memory import keep_freed_heap, minor_page_faults
 from lra.provenance import markdown_table
 
 HELP = "forward+backward of our cores against reference implementations, timed interleaved"

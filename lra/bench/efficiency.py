@@ -30,8 +30,8 @@ from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
 from lra.bench.memory_growth import Growth, growth
 from lra.bench.output import Outputs, add_out_argument, failures, log_log, panel_grid
-from lra.plotting import attention_color, legend_below, legend_entries
 from lra.provenance import markdown_table
+from lra.results.plotting import attention_color, legend_below, legend_entries
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

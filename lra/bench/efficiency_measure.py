@@ -146,7 +146,7 @@ def layer_step(config: BenchConfig, device: torch.device) -> Step:
 
 def encoder_step(config: BenchConfig, device: torch.device) -> Step:
     """tokens (batch, n) -> LRAClassifier -> cross-entropy -> backward."""
-    from lra.model import LRAClassifier
+    from lra.model.encoder import LRAClassifier
 
     core = partial(build_core, config.attention, **config.options)
     model = LRAClassifier(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lra.bench.efficiency_measure import NAIVE, BenchConfig, Measurement
 from lra.bench.output import failures
 from lra.provenance import markdown_table
-from lra.published_costs import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
+from lra.results.published_costs import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
 
 Figures = tuple[float, float] | str  # (memory MB, time ms), or the status of a row without figures
 

@@ -23,8 +23,8 @@ import attention_zoo
 from lra.bench import fidelity_measure
 from lra.bench.fidelity_measure import FidelityRow
 from lra.bench.output import Outputs, add_out_argument, log_log, panel_grid
-from lra.plotting import attention_color, legend_below, legend_entries
 from lra.provenance import markdown_table
+from lra.results.plotting import attention_color, legend_below, legend_entries
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -16,7 +16,7 @@ import torch
 
 import attention_zoo
 from lra.bench.measuring import run_all
-from lra.summary_json import SUMMARY_FILE
+from lra.results.summary_json import SUMMARY_FILE
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # each (batch, heads, seq, head_dim)
 Trial = tuple[QKV, list[int]]  # inputs and the seeds of the cores' own randomness to run them under
@@ -158,8 +158,8 @@ def checkpoint_core_inputs(checkpoint: Path, data_root: Path | None, count: int)
     ``count`` validation inputs."""
     from omegaconf import OmegaConf
 
-    from lra.resolve import data_record, model_record, optim_record
-    from lra.train import build_datamodule, build_model, build_module
+    from lra.job.resolve import data_record, model_record, optim_record
+    from lra.job.train import build_datamodule, build_model, build_module
 
     if not checkpoint.is_file():
         raise FileNotFoundError(f"checkpoint {checkpoint} not found; train with `python -m lra ...` first")

@@ -29,9 +29,9 @@ from typing import TypeVar
 
 import torch
 
-from lra.memory import proc_status_kb, reset_peak_rss
+from lra.config.paths import REPO_ROOT
+from lra.job.memory import proc_status_kb, reset_peak_rss
 from lra.one_line import one_line
-from lra.paths import REPO_ROOT
 
 Step = Callable[[], None]
 WORKER = "lra.bench.measuring"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lra.paths import writable_folder
-from lra.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
+from lra.config.paths import writable_folder
 from lra.provenance import machine_description, rerun_command
+from lra.results.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,8 +17,8 @@ from lra.bench.measuring import PROBES, Isolation, add_run_arguments, run_all
 from lra.bench.output import Outputs, add_out_argument, failures, number
 from lra.bench.train_speed_measure import TrainSpeedRow, paper_hours
 from lra.provenance import markdown_table
-from lra.published_costs import RUN_COST_PAPER
-from lra.published_numbers import TASKS
+from lra.results.published_costs import RUN_COST_PAPER
+from lra.results.published_numbers import TASKS
 
 HELP = "median full training step per task × attention, projected to a run, beside Skyformer Table 2"
 # device type -> (timed steps, warm-up steps) when --steps / --warmup are not given

@@ -29,13 +29,13 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from lra.bench.measuring import Failure, StepTimes, measure_step
-from lra.checks import check_config
-from lra.memory import keep_freed_heap
-from lra.paths import CONFIG_DIR
-from lra.published_costs import RUN_COST
-from lra.resolve import job_records, trainer_record
-from lra.train import build_model, build_module
-from lra.trainers import clipping
+from lra.config.paths import CONFIG_DIR
+from lra.job.checks import check_config
+from lra.job.memory import keep_freed_heap
+from lra.job.resolve import job_records, trainer_record
+from lra.job.train import build_model, build_module
+from lra.job.trainers import clipping
+from lra.results.published_costs import RUN_COST
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels
 BAREBONES_LOG_WARNING = r".*self\.log\(\)` but `Trainer\(barebones=True\)` is configured.*"

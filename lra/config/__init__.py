@@ -1,4 +1,7 @@
-"""What a composed config becomes: the typed records each part of a run is built from (``records``).
+"""What a config may be and what it becomes: the typed records each part of a run is built from
+(``records``), the one-line errors (``errors``, ``hydra_errors``), the names of jobs and their options
+(``naming``), the optional extras (``extras``), the config groups ``--help`` lists (``help_groups``)
+and where things live (``paths``).
 
-It imports nothing of ``lra`` outside itself: every other part may import it.
+It imports nothing of ``lra`` outside itself (``attention_zoo`` aside): every other part may import it.
 """

@@ -3,7 +3,7 @@ line, not a traceback."""
 
 import sys
 
-from lra.errors import OutputFolderError
+from lra.config.errors import OutputFolderError
 from lra.report.cli import main
 from lra.report.compare import CompareError
 from lra.report.wandb_workspace import WorkspaceError

@@ -19,8 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lra.paths import writable_folder
-from lra.plotting import save_figure
+from lra.config.paths import writable_folder
 from lra.provenance import rerun_command
 from lra.report.compare import compare_lines
 from lra.report.curves import read_curves
@@ -31,6 +30,7 @@ from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.selection import Selection, add_selection_arguments
 from lra.report.studies import studies_section
 from lra.report.wandb_workspace import write_workspaces
+from lra.results.plotting import save_figure
 
 DEFAULT_RUNS = (Path("outputs"), Path("multirun"))
 DEFAULT_OUT = Path("outputs") / "report"

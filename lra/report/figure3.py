@@ -20,9 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lra.marker_labels import place_labels
-from lra.plotting import log_axis
-from lra.published_numbers import TASKS
 from lra.report.figures import where
 from lra.report.panels import (
     ALL_TASKS,
@@ -38,6 +35,9 @@ from lra.report.panels import (
 )
 from lra.report.runs import Cell, Run, metric_cells
 from lra.report.tables import REFERENCE, memory_cells
+from lra.results.marker_labels import place_labels
+from lra.results.plotting import log_axis
+from lra.results.published_numbers import TASKS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -18,10 +18,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lra.plotting import log_axis
 from lra.report.curves import Curve, seed_band
 from lra.report.panels import TITLE_SIZE, group_runs, legend_below_panels, panel_grid, titles, variant_styles
 from lra.report.runs import TOTAL_TIME, Run, metric_cells
+from lra.results.plotting import log_axis
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lra.plotting import agg_pyplot, attention_color, legend_below, legend_entries
-from lra.published_numbers import TASKS
 from lra.report.runs import Run
+from lra.results.plotting import agg_pyplot, attention_color, legend_below, legend_entries
+from lra.results.published_numbers import TASKS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lra.provenance import markdown_table
-from lra.published_numbers import (
+from lra.report import figure3, figures
+from lra.report.curves import Curve
+from lra.report.runs import Run
+from lra.report.tables import other_models_table, paper_accuracy_table, skyformer_cost_tables
+from lra.results.published_numbers import (
     LRA_ACCURACY,
     NYSTROMFORMER_ACCURACY,
     SKYFORMER_ACCURACY,
     SSM_ACCURACY,
     PublishedAccuracy,
 )
-from lra.report import figure3, figures
-from lra.report.curves import Curve
-from lra.report.runs import Run
-from lra.report.tables import other_models_table, paper_accuracy_table, skyformer_cost_tables
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -24,14 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lra.naming import short_keys
+from lra.config.naming import short_keys
+from lra.job.run_identity import RUN_FILE
 from lra.one_line import one_line
 from lra.provenance import markdown_table
 from lra.report.runs import SPT
 from lra.report.selection import Selection
-from lra.run_identity import RUN_FILE
-from lra.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
-from lra.summary_tables import shared_failure
+from lra.results.summary_json import POINTER_FILE, SUMMARY_FILE, run_folder
+from lra.results.summary_tables import shared_failure
 
 ACTIVE_SECONDS = 600  # a run that wrote nothing for this long is no longer counted as running
 STATES = ("completed", "running", "interrupted", "failed")

@@ -20,7 +20,7 @@ from pathlib import Path
 import attention_zoo
 from data_prep.small_sets import STAND_IN_SOURCE
 from lra.report.intervals import interval
-from lra.summary_json import SUMMARY_FILE
+from lra.results.summary_json import SUMMARY_FILE
 
 SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.summary_json.SCHEMA among them)
 CHANCE_MARGIN = 0.01  # one accuracy point

@@ -17,8 +17,8 @@ from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
 
-from lra.run_identity import RUN_FILE
-from lra.summary_json import SUMMARY_FILE
+from lra.job.run_identity import RUN_FILE
+from lra.results.summary_json import SUMMARY_FILE
 
 FAILED = ("failed", "nan", "unreadable")
 

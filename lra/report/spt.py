@@ -18,9 +18,9 @@ import statistics
 from collections.abc import Sequence
 
 from lra.provenance import markdown_table
-from lra.published_numbers import AMOS_SPT_ACCURACY, TASKS, PretrainingRow, PublishedPretraining
 from lra.report.runs import GENERATED, Cell, Run, metric_cells
 from lra.report.tables import comparable_runs, comparison_note
+from lra.results.published_numbers import AMOS_SPT_ACCURACY, TASKS, PretrainingRow, PublishedPretraining
 
 MASKED_ACC = "val/pretrain_acc"  # the pretraining's masked-token accuracy on the val split's inputs
 

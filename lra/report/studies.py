@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lra.errors import ConfigError
-from lra.extras import SEARCH, require
-from lra.plotting import agg_pyplot, save_figure
+from lra.config.errors import ConfigError
+from lra.config.extras import SEARCH, require
 from lra.provenance import markdown_table, rerun_command
+from lra.results.plotting import agg_pyplot, save_figure
 from lra.search.study import study_files
 
 OBJECTIVE = "val/acc_best"

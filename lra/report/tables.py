@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 from lra.one_line import one_line
 from lra.provenance import markdown_table
-from lra.published_costs import RUN_COST, RUN_COST_PAPER
-from lra.published_numbers import (
+from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
+from lra.results.published_costs import RUN_COST, RUN_COST_PAPER
+from lra.results.published_numbers import (
     SKYFORMER_ACCURACY,
     SKYFORMER_TASK_ORDER,
     SSM_COLUMNS,
@@ -18,7 +19,6 @@ from lra.published_numbers import (
     PublishedModel,
     comparable,
 )
-from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
 
 MEMORY_METRICS = {"perf/peak_gpu_mem_mb": "GPU max allocated", "perf/peak_rss_mb": "CPU peak RSS"}
 REFERENCE = "standard"  # the attention the cost ratios are taken against, as Skyformer Table 2

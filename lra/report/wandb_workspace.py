@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from lra.errors import ConfigError
-from lra.extras import DASHBOARDS, require
-from lra.plotting import attention_color
+from lra.config.errors import ConfigError
+from lra.config.extras import DASHBOARDS, require
 from lra.report.runs import Run
+from lra.results.plotting import attention_color
 
 VIEW_PREFIX = "LRA"
 TASK_KEY, ATTENTION_KEY, SEED_KEY = "task.name", "attention.name", "seed"

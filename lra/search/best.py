@@ -26,7 +26,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from lra.errors import ConfigError
+from lra.config.errors import ConfigError
 
 BEST_FILE = "best.yaml"
 BEST_KEY = "best"  # +best=PATH

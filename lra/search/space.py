@@ -35,8 +35,8 @@ from optuna.distributions import (
 )
 
 import attention_zoo
-from lra.errors import ConfigError
-from lra.naming import parse
+from lra.config.errors import ConfigError
+from lra.config.naming import parse
 
 log = logging.getLogger(__name__)
 LOG_TAG = "log"  # tag(log, interval(a, b)): sampled uniformly in log space

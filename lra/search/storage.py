@@ -27,8 +27,8 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import FrozenTrial, TrialState
 
-from lra.errors import ConfigError
-from lra.extras import POSTGRES, install_hint
+from lra.config.errors import ConfigError
+from lra.config.extras import POSTGRES, install_hint
 from lra.search.study import JOURNAL_SUFFIX
 
 log = logging.getLogger(__name__)

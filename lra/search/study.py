@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lra.errors import ConfigError
-from lra.naming import ALWAYS_NAMED, IGNORED_KEYS, SWEPT_KEYS_ENV, parse, run_name
+from lra.config.errors import ConfigError
+from lra.config.naming import ALWAYS_NAMED, IGNORED_KEYS, SWEPT_KEYS_ENV, parse, run_name
 
 # Command-line keys that do not change what a trial computes, beside IGNORED_KEYS.
 UNNAMED_KEYS = ("hparams_search", "logger", "trainer.enable_progress_bar")

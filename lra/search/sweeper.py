@@ -39,8 +39,9 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.distributions import BaseDistribution
 from optuna.trial import TrialState
 
-from lra.errors import ConfigError
-from lra.naming import STUDY_ENV, SWEPT_KEYS_ENV
+from lra.config.errors import ConfigError
+from lra.config.naming import STUDY_ENV, SWEPT_KEYS_ENV
+from lra.results.summary_json import job_summary_file
 from lra.search.best import BEST_FILE, tuned_command, write_best
 from lra.search.sampler import TrialSeeded
 from lra.search.space import clip_to_task, search_space
@@ -66,7 +67,6 @@ from lra.search.trials import (
     trial_counts,
     within_total,
 )
-from lra.summary_json import job_summary_file
 
 log = logging.getLogger(__name__)
 NOT_A_KEY = object()

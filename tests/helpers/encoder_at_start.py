@@ -11,7 +11,7 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from lra.module import LRALitModule
+from lra.model.module import LRALitModule
 
 
 class EncoderAtStart(Callback):

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from omegaconf import DictConfig
 
 from lra.config.records import RunRecord
-from lra.model import LRAClassifier
-from lra.module import LRALitModule
-from lra.resolve import model_record, optim_record, run_record
-from lra.run_identity import job_record
-from lra.train import build_model, build_module
+from lra.job.resolve import model_record, optim_record, run_record
+from lra.job.run_identity import job_record
+from lra.job.train import build_model, build_module
+from lra.model.encoder import LRAClassifier
+from lra.model.module import LRALitModule
 
 
 def model_of(cfg: DictConfig) -> LRAClassifier:

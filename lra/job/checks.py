@@ -1,0 +1,257 @@
+"""Configuration checks that run before anything is built: each problem is one clear line.
+
+``check_config(cfg)`` raises ``ConfigError`` naming the key, its value and what is valid. One
+validator checks every value: the attention registry's (``attention_zoo.registry.OptionType``), which
+reads a core's options from its annotations and the harness's own keys from ``CONFIG_KEYS``, written
+in the same annotations (``PositiveInt``, ``Probability``, ``Literal[...]``, ``X | None``). What only
+building can tell (the model's own arguments) fails in ``lra.train.build_model``, and checks that
+need the prepared data (sequence length, vocabulary, a batch larger than the training split) run in
+``LRADataModule.setup``: all before the first training step.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import lightning as L
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+import attention_zoo
+from attention_zoo.registry import (
+    Bounds,
+    NonNegativeFloat,
+    NonNegativeInt,
+    OptionType,
+    PositiveFloat,
+    PositiveInt,
+    Probability,
+)
+from lra.config.errors import ConfigError
+from lra.config.hydra_errors import nearest
+from lra.job.checkpoint_files import CHECKPOINT_DIR, WEIGHTS_FILE, WEIGHTS_HINT
+from lra.job.loggers import check_loggers
+from lra.job.shortcuts import subject
+from lra.model.encoder import NORMS
+from lra.model.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
+from lra.model.pretraining import OBJECTIVES
+from lra.model.schedules import SCHEDULES
+
+Seed = Annotated[int, Bounds(low=0, high=2**32, high_open=True)]
+OpenFraction = Annotated[float, Bounds(low=0, high=1, low_open=True, high_open=True)]
+
+# The harness's own keys and what each accepts, in the annotations the attention registry reads from
+# the cores' signatures: one validator (``OptionType``) for these and for every attention option.
+CONFIG_KEYS: dict[str, Any] = {
+    "task.seq_len": PositiveInt,
+    "task.vocab_size": PositiveInt,
+    "task.num_classes": PositiveInt,
+    "task.batch_size": PositiveInt,
+    "task.eval_every": PositiveInt,
+    "task.warmup_steps": NonNegativeInt,
+    "task.lr": PositiveFloat,
+    "task.weight_decay": NonNegativeFloat,
+    "trainer.max_steps": PositiveInt,
+    "model.dim": PositiveInt,
+    "model.depth": PositiveInt,
+    "model.num_heads": PositiveInt,
+    "model.ffn_dim": NonNegativeInt,
+    "model.dropout": Probability,
+    "model.qkv_dim": PositiveInt | None,
+    "model.qkv_bias": bool,
+    "model.learn_pos_emb": bool,
+    "model.cls_token": bool,
+    "model.embedding_init_std": PositiveFloat,
+    "model.pooling": Literal[tuple(POOLINGS)],
+    "model.dual_features": Literal[tuple(DUAL_FEATURES)],
+    "model.positions": bool,
+    "model.norm": Literal[tuple(NORMS)],
+    "model.prenorm": bool,
+    "model.mixer_dropout": Probability,
+    "model.decay_norms_biases": bool,
+    "model.classifier_activation": Literal[tuple(ACTIVATIONS)],
+    "protocol.schedule": Literal[tuple(SCHEDULES)],
+    "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
+    "protocol.clip_value": PositiveFloat,
+    "protocol.select_after": Probability,
+    "protocol.tested": Literal["best", "final"],
+    "protocol.adam_eps": PositiveFloat,
+    "protocol.schedule_steps": PositiveInt | None,
+    "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
+    "seed": Seed,
+    "num_workers": NonNegativeInt,
+    "features": PositiveInt | None,
+    "threads": PositiveInt | None,
+    "steady_heap": bool,
+    "pretrain.mode": Literal["none", "masked"],
+}
+# The keys of ``pretrain=masked`` (conf/pretrain/masked.yaml), checked when it is chosen.
+PRETRAIN_KEYS: dict[str, Any] = {
+    "pretrain.mask_prob": OpenFraction,
+    "pretrain.loss": Literal[tuple(OBJECTIVES)],
+    "pretrain.steps": PositiveInt,
+    "pretrain.lr": PositiveFloat,
+    "pretrain.batch_size": PositiveInt,
+    "pretrain.warmup_steps": NonNegativeInt,
+    "pretrain.schedule": Literal[tuple(SCHEDULES)],
+    "pretrain.share": OpenFraction | None,
+    "pretrain.from": str | None,
+}
+BETA = OptionType.of(Probability)
+KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
+PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRETRAIN_KEYS.items()}
+
+# Attention options bounded by another key: option -> (bound key, comparison, reason).
+OPTION_BOUNDS = {
+    "num_landmarks": ("task.seq_len", operator.le, "at most one landmark per position"),
+}
+
+
+def is_masked(cfg: DictConfig) -> bool:
+    return cfg.pretrain.mode == "masked"
+
+
+@dataclass(frozen=True)
+class StageSteps:
+    pretrain: int  # 0 for a run from scratch
+    finetune: int
+
+
+def stage_steps(cfg: DictConfig) -> StageSteps:
+    """Each stage's steps: ``pretrain.steps``, then ``trainer.max_steps``; or with ``pretrain.share`` one
+    budget of ``trainer.max_steps`` split between them (docs/pretraining.md)."""
+    total = cfg.trainer.max_steps
+    if not is_masked(cfg):
+        return StageSteps(0, total)
+    if cfg.pretrain.share is None:
+        return StageSteps(cfg.pretrain.steps, total)
+    pretrain = round(cfg.pretrain.share * total)
+    return StageSteps(pretrain, total - pretrain)
+
+
+def weights_file(source: Path) -> Path:
+    """The weights file of ``pretrain.from``, absolute: a run folder's ``checkpoints/pretrained.pt``, or
+    the file itself."""
+    path = source / CHECKPOINT_DIR / WEIGHTS_FILE if source.is_dir() else source
+    if not path.is_file():
+        where = f"no {CHECKPOINT_DIR}/{WEIGHTS_FILE} in that folder" if source.is_dir() else "does not exist"
+        raise ConfigError(f"pretrain.from={source}: {where}; {WEIGHTS_HINT}")
+    return path.resolve()
+
+
+def resolved(cfg: DictConfig) -> DictConfig:
+    """A resolved copy of ``cfg``; an interpolation that cannot resolve becomes a ``ConfigError``."""
+    try:
+        copy = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    except OmegaConfBaseException as error:
+        cause = error.__cause__ or error
+        key = getattr(error, "full_key", None)
+        raise ConfigError(f"cannot resolve {key or 'the config'}: {cause}".splitlines()[0]) from None
+    return copy
+
+
+def check_values(cfg: DictConfig, key_types: dict[str, OptionType] = KEY_TYPES) -> None:
+    """Every key of ``key_types`` (``CONFIG_KEYS``'s) holds a value its type accepts."""
+    for key, kind in key_types.items():
+        value = OmegaConf.select(cfg, key)
+        if not kind.accepts(value):
+            raise ConfigError(f"{key}={value!r} is invalid: it must be {kind.describe(as_override=True)}")
+
+
+def check_widths(cfg: DictConfig) -> None:
+    """``model.classifier_dim`` (one hidden width, or a list of them; ``[]``: a linear classifier) and
+    ``protocol.adam_betas`` (two numbers in [0, 1)) hold valid lists."""
+    value = cfg.model.classifier_dim
+    widths = value if OmegaConf.is_list(value) else [value]
+    if not all(KEY_TYPES["model.dim"].accepts(width) for width in widths):
+        raise ConfigError(
+            f"model.classifier_dim={value!r} is invalid: it must be an integer >= 1 or a list of them "
+            "([] for a linear classifier)"
+        )
+    betas = cfg.protocol.adam_betas
+    if not (OmegaConf.is_list(betas) and len(betas) == 2 and all(map(BETA.accepts, betas))):
+        raise ConfigError(f"protocol.adam_betas={betas!r} is invalid: it must be two numbers in [0, 1)")
+
+
+def attention_options(attention: DictConfig) -> dict[str, Any]:
+    """The core's own options in an attention config node (its ``_target_``, ``_partial_`` and name aside)."""
+    return {key: value for key, value in attention.items() if key not in ("_target_", "_partial_", "name")}
+
+
+def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
+    """The attention is registered, its options are valid and within the bounds the task sets; the
+    error of an option that a shortcut set names the shortcut (``lra.shortcuts``: ``raw``, the
+    unresolved config, tells)."""
+    attention = cfg.attention
+    names = attention_zoo.available()
+    if attention.name not in names:
+        skipped = "".join(f" ({line})" for line in attention_zoo.plugins.SKIPPED)
+        raise ConfigError(
+            f"attention.name={attention.name!r} is not registered; valid names: {', '.join(names)}{skipped}"
+        )
+    try:
+        attention_zoo.spec(attention.name).checked(attention_options(attention))
+    except ValueError as error:
+        raise ConfigError(str(error).splitlines()[0]) from None
+    for option, (bound_key, compare, reason) in OPTION_BOUNDS.items():
+        if option in attention:
+            bound = OmegaConf.select(cfg, bound_key)
+            if not compare(attention[option], bound):
+                named = subject(cfg if raw is None else raw, f"attention.{option}", attention[option])
+                raise ConfigError(f"{named} exceeds {bound_key}={bound} ({reason})")
+
+
+def check_schedule(cfg: DictConfig) -> None:
+    """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the fine-tuning:
+    torch's ``OneCycleLR`` divides by zero unless ``2 <= warmup_steps < steps``."""
+    steps = stage_steps(cfg).finetune
+    warmup = cfg.task.warmup_steps
+    if cfg.protocol.schedule == "one_cycle" and not 2 <= warmup < steps:
+        total = f"trainer.max_steps={cfg.trainer.max_steps}"
+        limit = total if steps == cfg.trainer.max_steps else f"the {steps} fine-tuning steps of {total}"
+        relation = "is below 2" if warmup < 2 else f"{'equals' if warmup == steps else 'exceeds'} {limit}"
+        raise ConfigError(
+            f"task.warmup_steps={warmup} {relation}: the one_cycle schedule needs its peak within the run"
+        )
+
+
+def check_pretrain(cfg: DictConfig) -> None:
+    """``pretrain=masked``: valid values, both stages at least one step long, and ``pretrain.from``
+    naming a weights file (whether those weights fit is checked when they are loaded)."""
+    if cfg.pretrain.mode != "masked":
+        return
+    check_values(cfg, PRETRAIN_KEY_TYPES)
+    steps = stage_steps(cfg)
+    if min(steps.pretrain, steps.finetune) < 1:
+        raise ConfigError(
+            f"pretrain.share={cfg.pretrain.share} of trainer.max_steps={cfg.trainer.max_steps} leaves "
+            f"{steps.pretrain} pretraining and {steps.finetune} fine-tuning steps; each stage needs one"
+        )
+    if cfg.pretrain["from"] is not None:
+        weights_file(Path(cfg.pretrain["from"]))
+
+
+def check_trainer(cfg: DictConfig) -> None:
+    """Every ``trainer.*`` key is an argument of Lightning's Trainer (``+trainer.KEY=V`` adds any key)."""
+    arguments = list(inspect.signature(L.Trainer.__init__).parameters)
+    for key in cfg.trainer:
+        if key not in arguments:
+            near = nearest(str(key), arguments)
+            hint = f"; did you mean trainer.{near[0]}?" if near else ""
+            raise ConfigError(f"trainer.{key} is not an argument of Lightning's Trainer{hint}")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
+    raw, cfg = cfg, resolved(cfg)
+    check_values(cfg)
+    check_widths(cfg)
+    check_trainer(cfg)
+    check_pretrain(cfg)
+    check_schedule(cfg)
+    check_attention(cfg, raw)
+    check_loggers(OmegaConf.to_container(cfg.logger, resolve=True))

@@ -1,0 +1,80 @@
+"""OmegaConf resolvers that the config tree uses (registered when ``lra`` is imported).
+
+- ``${lra.budget:DEFAULT}``: the top-level ``features`` budget when set, else DEFAULT: ``features=128``
+  sizes every approximate attention's budget option at once, ``attention.num_landmarks=32`` still wins.
+- ``${lra.precision:ACCELERATOR}``: ``bf16-mixed`` when the run will use a CUDA GPU, else ``32-true``.
+- ``${lra.threads_per_job:DEFAULT}``: this process's cores divided among the jobs a launcher runs at
+  once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
+- ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES,PRETRAIN_MODE}`` and
+  ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
+  search's study name (``lra.search.study``), for folders.
+- ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from lra.config.help_groups import user_config_groups
+from lra.config.naming import job_name
+from lra.search.study import study_name
+
+BUDGET_RESOLVER = "lra.budget"  # lra.shortcuts names ``features`` in the errors of the keys it sets
+
+
+def budget(default: int, *, _root_: DictConfig) -> Any:
+    """``features`` when set at the top level of the config, else ``default``."""
+    features = _root_.get("features")
+    return default if features is None else features
+
+
+def default_precision(accelerator: str) -> str:
+    """Mixed precision on a CUDA GPU (bf16, or fp16 where the GPU lacks bf16), 32-bit otherwise.
+
+    ``accelerator`` is the trainer's: ``gpu``/``cuda``, or ``auto`` with CUDA present, means a GPU.
+    """
+    import torch
+
+    if accelerator not in ("gpu", "cuda", "auto") or not torch.cuda.is_available():
+        return "32-true"
+    return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells, else every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def parallel_jobs() -> int | None:
+    """How many jobs the running Hydra launcher runs at once on this machine (its ``n_jobs``, joblib's
+    meaning: -1 every core, -2 all but one, ...), or None outside a launcher that has ``n_jobs``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    n_jobs = HydraConfig.get().launcher.get("n_jobs")
+    if n_jobs is None:
+        return None
+    return n_jobs if n_jobs >= 1 else max(1, usable_cores() + 1 + n_jobs)
+
+
+def threads_per_job(default: Any) -> Any:
+    """``usable_cores() // n_jobs`` (at least 1) under a launcher with ``n_jobs``, else ``default``."""
+    jobs = parallel_jobs()
+    return default if jobs is None else max(1, usable_cores() // jobs)
+
+
+def register_resolvers() -> None:
+    """Register the ``lra.*`` resolvers (idempotent)."""
+    OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
+    OmegaConf.register_new_resolver("lra.precision", default_precision, replace=True)
+    OmegaConf.register_new_resolver("lra.threads_per_job", threads_per_job, replace=True)
+    OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
+    OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)
+    OmegaConf.register_new_resolver("lra.config_groups", user_config_groups, replace=True)

@@ -1,0 +1,101 @@
+"""What makes two runs the same job, and what a run folder records of it.
+
+"The same job" is one definition, ``comparable_config``: the resolved config less ``IGNORED_KEYS``
+(where and how a job executes, not what it computes; and ``pretrain`` for a run from scratch, so that
+``pretrain=none`` names the same job as a config without that key); ``job_fingerprint`` is its short
+hash, stored in ``run.json`` and ``summary.json``. ``job_record`` is what summary.json names the job
+by; ``read_run_file`` and ``run_status`` read a run folder's ``run.json`` and summary.json status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from lra.config.naming import IGNORED_KEYS, run_name, varied_options
+from lra.results.summary_json import SUMMARY_FILE
+
+RUN_FILE = "run.json"
+
+
+def comparable_config(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config without ``IGNORED_KEYS`` (nor ``pretrain`` for a run from scratch): two runs
+    with equal ones compute the same thing."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    scratch = (config.get("pretrain") or {}).get("mode") == "none"
+    return {
+        key: value
+        for key, value in config.items()
+        if key not in IGNORED_KEYS and not (key == "pretrain" and scratch)
+    }
+
+
+def job_fingerprint(config: dict[str, Any]) -> str:
+    """The job's identity, equal for the same job whatever the folder or machine: the first 16 hex
+    digits of the SHA-256 of ``config`` (a ``comparable_config``: the resolved config less
+    ``IGNORED_KEYS``) written as JSON with sorted keys."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def recorded_fingerprint(run_file: dict[str, Any]) -> str:
+    """The fingerprint a ``run.json`` records; for a run.json written before fingerprints were
+    recorded, that of the config it records."""
+    return run_file.get("fingerprint") or job_fingerprint(run_file["config"])
+
+
+def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:
+    """A job's command-line overrides less those of ``IGNORED_KEYS``: what a re-run of its command repeats."""
+    return sorted(o for o in job_overrides if o.lstrip("+~").split("=", 1)[0] not in IGNORED_KEYS)
+
+
+def preset_of(job_overrides: Sequence[str]) -> str | None:
+    """The paper preset the job trained under (``experiment=NAME``), None without one."""
+    chosen = [o.split("=", 1)[1] for o in job_overrides if o.split("=", 1)[0].lstrip("+~") == "experiment"]
+    return chosen[-1] if chosen else None
+
+
+def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
+    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``), the
+    ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes
+    (this module)."""
+    options = varied_options(job_overrides, scratch=cfg.pretrain.mode == "none")
+    try:
+        fingerprint = job_fingerprint(comparable_config(cfg))
+    except Exception:  # a config that does not resolve: the run fails on it and names the reason
+        fingerprint = None
+    return {
+        "name": run_name(cfg.task.name, cfg.attention.name, cfg.seed, options),
+        "options": options,
+        "preset": preset_of(job_overrides),
+        "fingerprint": fingerprint,
+    }
+
+
+def read_run_file(directory: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((directory / RUN_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run_status(directory: Path) -> str | None:
+    """The status in the folder's summary.json; None when it has none (e.g. killed with SIGKILL)."""
+    try:
+        return json.loads((directory / SUMMARY_FILE).read_text())["status"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def differing_keys(first: Any, second: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two nested dicts."""
+    if not (isinstance(first, dict) and isinstance(second, dict)):
+        return [] if first == second else [prefix or "<config>"]
+    keys = sorted(set(first) | set(second))
+    return [
+        found for key in keys for found in differing_keys(first.get(key), second.get(key), f"{prefix}{key}.")
+    ]
