@@ -17,8 +17,7 @@ mixer's output (``mixer_dropout``), no weight decay on the blocks' biases and no
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
 ``attention(dim=dim, head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)``, e.g.
 ``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``. It returns a core,
-which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``attention_zoo.is_mixer``), which
-takes that wrapper's place as it is.
+which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``attention_zoo.is_mixer``) in its place.
 """
 
 from __future__ import annotations

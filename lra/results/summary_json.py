@@ -81,10 +81,10 @@ def git_commit(repo: Path = REPO_DIR) -> str | None:
         return None
 
 
-def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
-    """How the run trained, from its plain config: its ``protocol`` as it applied (``clip_value`` null
-    without clipping, ``attention_dropout`` null for a core without it)."""
-    protocol = config.get("protocol") or {}
+def protocol_record(recorded: dict[str, Any]) -> dict[str, Any]:
+    """How the run trained, from the config its summary records: its ``protocol`` as it applied
+    (``clip_value`` null without clipping, ``attention_dropout`` null for a core without it)."""
+    protocol = recorded.get("protocol") or {}
     clip = protocol.get("clip")
     return {
         "schedule": protocol.get("schedule"),
@@ -92,7 +92,7 @@ def protocol_record(config: dict[str, Any]) -> dict[str, Any]:
         "clip_value": None if clip is None else protocol.get("clip_value"),
         "select_after": protocol.get("select_after"),
         "tested": protocol.get("tested", "best"),
-        "attention_dropout": (config.get("attention") or {}).get("attention_dropout"),
+        "attention_dropout": (recorded.get("attention") or {}).get("attention_dropout"),
     }
 
 
