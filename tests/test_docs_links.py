@@ -104,11 +104,11 @@ def test_the_results_readme_names_every_committed_result():
 def test_running_md_names_the_keys_the_fingerprint_leaves_out_and_the_config_links_there():
     running = REPO / "docs" / "running.md"
     section = running.read_text().split("\n## Resuming\n", 1)[1].split("\n## ", 1)[0]
-    listed = re.search(r"((?:`\w+`,\s+)+`\w+`\s+and\s+`\w+`)\s+\(`IGNORED_KEYS`", section)
+    listed = re.search(r"((?:`[\w.]+`,\s+)+`[\w.]+`\s+and\s+`[\w.]+`)\s+\(`IGNORED_KEYS`", section)
     assert listed is not None, (
         "docs/running.md § Resuming lists IGNORED_KEYS as `a`, `b` and `c` (`IGNORED_KEYS`"
     )
-    assert sorted(re.findall(r"`(\w+)`", listed.group(1))) == sorted(IGNORED_KEYS)
+    assert sorted(re.findall(r"`([\w.]+)`", listed.group(1))) == sorted(IGNORED_KEYS)
     assert "docs/running.md#resuming" in (REPO / "conf" / "config.yaml").read_text()
     assert "resuming" in anchors(running)
 

@@ -170,7 +170,8 @@ def test_gpu_runs_plot_their_gpu_memory(tmp_path):
     assert [key["name"] for key in spec(overview)["runSets"][0]["grouping"]] == [
         "task.value.name",
         "attention.value.name",
-    ]  # no sweep: grouped by task and attention only
+        "attention.value.num_landmarks",
+    ]  # no sweep: grouped by task, attention and the option its label names (num_landmarks=32)
 
 
 def test_self_pretrained_runs_get_groups_of_their_own(tmp_path):
@@ -179,13 +180,14 @@ def test_self_pretrained_runs_get_groups_of_their_own(tmp_path):
     write_summary(tmp_path, "listops", "nystrom", 0, 0.6, config=config, pretrain=masked_pretrain())
     for view in build_workspaces(find_runs([tmp_path]), "me", "lra"):
         (runset,) = spec(view)["runSets"]
-        assert [key["name"] for key in runset["grouping"]][-2:] == [
+        assert [key["name"] for key in runset["grouping"]][-3:] == [
             "attention.value.name",
+            "attention.value.num_landmarks",  # the option the report's label names, as in its rows
             "pretrain.value.mode",
         ]
         paths = [parse_run_color_group_key(key)["path"] for key in spec(view)["customRunColors"]]
         leaves = {
-            tuple(entry["value"] for entry in path[-2:])
+            tuple(entry["value"] for entry in path[-3:] if entry["value"] != "32")
             for path in paths
             if len(path) == len(runset["grouping"])
         }

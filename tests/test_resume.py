@@ -225,13 +225,17 @@ def test_resume_auto_picks_the_newest_unfinished_run_of_the_same_config(data_roo
     assert "no unfinished run of this config" in caplog.text and "starting afresh" in caplog.text
 
 
-def test_runs_are_matched_by_their_recorded_fingerprint(data_root, tmp_path):
+def test_runs_are_matched_by_the_config_their_run_json_records_by_todays_rule(data_root, tmp_path):
     config = comparable_config(in_process(data_root, "resume=auto"))
     folder = fake_run(tmp_path, "recorded", config, "interrupted", True, 100)
-    assert find_unfinished_run(runs_under([tmp_path]), config) == folder  # no fingerprint: its config's
+    assert find_unfinished_run(runs_under([tmp_path]), config) == folder
     record = json.loads((folder / RUN_FILE).read_text())
-    (folder / RUN_FILE).write_text(json.dumps({**record, "fingerprint": "another job"}))
-    assert find_unfinished_run(runs_under([tmp_path]), config) is None  # the same config, another hash
+    # written before the logger joined IGNORED_KEYS: its config holds it, and it is still the same job
+    older = {**record, "config": {**config, "logger": {"csv": True}}, "fingerprint": "an older hash"}
+    (folder / RUN_FILE).write_text(json.dumps(older))
+    assert find_unfinished_run(runs_under([tmp_path]), config) == folder
+    (folder / RUN_FILE).write_text(json.dumps({**record, "config": {**config, "seed": 3}}))
+    assert find_unfinished_run(runs_under([tmp_path]), config) is None  # another seed: another job
 
 
 def test_resuming_a_completed_run_is_refused(data_root, tmp_path):

@@ -21,9 +21,13 @@ from omegaconf import DictConfig
 
 SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
-# Keys that say how or where a run executes, not what it computes: a run may resume with others
-# (lra.run_identity), and a search's name leaves them out (lra.search.study).
-IGNORED_KEYS = ("resume", "num_workers", "threads", "steady_heap", "data_root")
+# Keys (dotted below the top level) that say how or where a run executes, or how it is shown, not
+# what it computes: a run may resume with others, the report gives them one row (lra.run_identity),
+# and a search's name leaves them out (lra.search.study).
+IGNORED_KEYS = (
+    "resume", "num_workers", "threads", "steady_heap", "data_root",
+    "logger", "trainer.enable_progress_bar", "trainer.enable_model_summary",
+)  # fmt: skip
 # The options of pretrain=masked: a run from scratch ignores them, and its name leaves them out.
 PRETRAIN_OPTIONS = "pretrain."
 # The hyperparameter search a trial belongs to (lra.search): its W&B runs are grouped by it.

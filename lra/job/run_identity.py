@@ -1,9 +1,11 @@
 """What makes two runs the same job, and what a run folder records of it.
 
-"The same job" is one definition, ``comparable_config``: the resolved config less ``IGNORED_KEYS``
+"The same job" is one definition, ``comparable``: the resolved config less ``IGNORED_KEYS``
 (where and how a job executes, not what it computes; and ``pretrain`` for a run from scratch, so that
 ``pretrain=none`` names the same job as a config without that key); ``job_fingerprint`` is its short
-hash, stored in ``run.json`` and ``summary.json``. ``job_record`` is what summary.json names the job
+hash, stored in ``run.json`` and ``summary.json``. A *configuration* is a job without its seed
+(``configuration_fingerprint``): the report gives each one its row, and a rerun of a job replaces
+the earlier run. ``job_record`` is what summary.json names the job
 by; ``read_run_file`` and ``run_status`` read a run folder's ``run.json`` and summary.json status.
 """
 
@@ -23,16 +25,47 @@ from lra.results.summary_json import SUMMARY_FILE
 RUN_FILE = "run.json"
 
 
+def without_key(config: dict[str, Any], dotted: str) -> dict[str, Any]:
+    """``config`` less the value at ``dotted`` (``trainer.enable_progress_bar``), where it has one."""
+    head, _, rest = dotted.partition(".")
+    if head not in config:
+        return config
+    if not rest:
+        return {key: value for key, value in config.items() if key != head}
+    inner = config[head]
+    return {**config, head: without_key(inner, rest)} if isinstance(inner, dict) else config
+
+
+def comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """A resolved config (plain dicts) without ``IGNORED_KEYS`` (nor ``pretrain`` for a run from
+    scratch): two runs with equal ones compute the same thing."""
+    if (config.get("pretrain") or {}).get("mode") == "none":
+        config = without_key(config, "pretrain")
+    for key in IGNORED_KEYS:
+        config = without_key(config, key)
+    return config
+
+
 def comparable_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config without ``IGNORED_KEYS`` (nor ``pretrain`` for a run from scratch): two runs
-    with equal ones compute the same thing."""
-    config = OmegaConf.to_container(cfg, resolve=True)
-    scratch = (config.get("pretrain") or {}).get("mode") == "none"
-    return {
-        key: value
-        for key, value in config.items()
-        if key not in IGNORED_KEYS and not (key == "pretrain" and scratch)
-    }
+    """``comparable`` of the resolved ``cfg``."""
+    return comparable(OmegaConf.to_container(cfg, resolve=True))
+
+
+def leaves(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"task.lr": 0.001, ...}``: a nested config's leaves by dotted key (lists as they are)."""
+    found: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            found |= leaves(value, f"{prefix}{key}.")
+        else:
+            found[f"{prefix}{key}"] = value
+    return found
+
+
+def configuration_fingerprint(config: dict[str, Any]) -> str:
+    """The fingerprint of a resolved config's job less its ``seed``: equal for the runs of one
+    configuration, whatever their seeds."""
+    return job_fingerprint(without_key(comparable(config), "seed"))
 
 
 def job_fingerprint(config: dict[str, Any]) -> str:
@@ -43,9 +76,12 @@ def job_fingerprint(config: dict[str, Any]) -> str:
 
 
 def recorded_fingerprint(run_file: dict[str, Any]) -> str:
-    """The fingerprint a ``run.json`` records; for a run.json written before fingerprints were
-    recorded, that of the config it records."""
-    return run_file.get("fingerprint") or job_fingerprint(run_file["config"])
+    """The fingerprint of the config a ``run.json`` records, by today's ``comparable`` (so that a
+    run.json written before a key joined ``IGNORED_KEYS`` still names its job); the fingerprint it
+    records where it has no config."""
+    if "config" not in run_file:
+        return run_file["fingerprint"]
+    return job_fingerprint(comparable(run_file["config"]))
 
 
 def comparable_overrides(job_overrides: Sequence[str]) -> list[str]:

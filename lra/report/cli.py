@@ -22,6 +22,7 @@ from pathlib import Path
 from lra.config.paths import writable_folder
 from lra.provenance import rerun_command
 from lra.report.compare import compare_lines
+from lra.report.configurations import label_configurations
 from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
@@ -124,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(progress_table(roots or DEFAULT_RUNS, selection=selection))
         return 0
     found = find_runs(roots)
-    runs = split_by_protocol([r for r in found if selection.picks([r.path.parent], r.status, r.started)])
+    chosen_runs = [r for r in found if selection.picks([r.path.parent], r.status, r.started)]
+    runs = split_by_protocol(label_configurations(chosen_runs))
     if args.compare:
         print("\n".join(compare_lines(runs, *args.compare)))
         return 0

@@ -8,7 +8,9 @@ interval (``lra.report.intervals``)::
 non-default options and ``SPT`` where they apply (``nystrom``, ``'nystrom (num_landmarks=32)'``). A
 bare attention name stands for its variant when the runs have only one (``s4d`` for ``'s4d
 (d_state=16)'`` after a sweep with ``features=16``). Each seed's difference is A's accuracy minus
-B's, in points; the interval is that of their mean.
+B's, in points; the interval is that of their mean. A variant is one configuration
+(``lra.report.configurations``), whose label names every option in which it differs from the others of
+its panel, so the paired runs differ in what their labels say and nothing else.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def paired_line(first: str, second: str, scope: str, a: dict, b: dict) -> str:
 
 def variant(name: str, completed: Sequence[Run]) -> str | None:
     """The variant ``name`` means: itself, or the one variant of the attention it names; None if neither.
-    A ``CompareError`` when the attention has several variants."""
+    A ``CompareError`` when the attention has several variants (configurations), naming each."""
     labels = {run.label for run in completed}
     if name in labels:
         return name

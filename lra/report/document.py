@@ -7,9 +7,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
+from lra.provenance import markdown_table
 from lra.report import figures
+from lra.report.configurations import common_options_line, usual_values_line
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
-from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_per_seed
+from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_and_superseded
 from lra.report.spt import spt_section
 from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table
 
@@ -85,6 +87,27 @@ def chance_lines(completed: Sequence[Run], metric: str = "test/acc") -> str:
     return "\n".join(lines)
 
 
+def counts_line(runs: Sequence[Run], completed: Sequence[Run], superseded: Sequence[tuple[Run, Run]]) -> str:
+    """How many runs were read, counted, superseded and not completed, and the rows they fill."""
+    cells = {(run.task, run.variant) for run in completed}
+    rows = {run.variant for run in completed}
+    return (
+        f"{len(runs)} summary.json file(s): {len(completed)} completed run(s) counted, the latest of each "
+        f"configuration × seed, in {len(rows)} row(s) ({len(cells)} configuration(s) × task); "
+        f"{len(superseded)} superseded by a rerun of the same configuration and seed (listed at the end); "
+        f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below)."
+    )
+
+
+def superseded_section(superseded: Sequence[tuple[Run, Run]]) -> str:
+    """Each run a rerun replaced: its row, seed and folder, and the folder of the run that replaced it."""
+    if not superseded:
+        return "None."
+    rows = [[old.task, old.variant, old.seed, f"`{old.path.parent}`", f"`{new.path.parent}`"]
+            for old, new in superseded]  # fmt: skip
+    return markdown_table(["task", "configuration", "seed", "run folder", "replaced by"], rows)
+
+
 def figure_block(spec: FigureSpec, written: set[str], report: ReportInput) -> list[str]:
     """The figure's caption, its image (or why there is none) and its note."""
     image = f"![{spec.caption.lstrip('# ')}]({spec.stem}.png) ([SVG]({spec.stem}.svg))"
@@ -114,7 +137,7 @@ def build_report(
     accuracy-against-time figure, the jobs that did not complete and the W&B recipe. ``written``: the
     figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None);
     ``chosen``: how the runs were chosen, for the header."""
-    completed = latest_per_seed(runs)
+    completed, superseded = latest_and_superseded(runs)
     report = report or ReportInput(completed, [], [])
     written = written or set()
     final_blocks = [
@@ -127,10 +150,9 @@ def build_report(
     ]
     blocks = [
         "# LRA results",
-        f"Produced by `{command}` from {len(runs)} summary.json file(s): {len(completed)} completed "
-        f"run(s) counted (the latest per attention × task × seed), "
-        f"{sum(r.status != 'completed' for r in runs)} not completed (listed apart below).",
+        f"Produced by `{command}` from {counts_line(runs, completed, superseded)}",
         provenance_lines(runs) + (f"\n- runs chosen: {chosen}" if chosen else ""),
+        "\n".join(line for line in (common_options_line(completed), usual_values_line(completed)) if line),
         protocols_section(completed),
         chance_lines(completed),
         "## Test accuracy (%)",
@@ -157,6 +179,9 @@ def build_report(
         *figure_block(ACCURACY_VS_TIME, written, report),
         "## Failed, NaN and interrupted jobs",
         failed_section(runs),
+        "## Runs superseded by a rerun",
+        "A rerun of a configuration and seed replaces the earlier run in every table and figure above.",
+        superseded_section(superseded),
         "## The same comparison in W&B",
         WANDB_SECTION,
     ]

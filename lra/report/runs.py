@@ -5,7 +5,8 @@ summary.json schemas: 1 (no ``schema`` key), 2 (``data.majority_share`` per spli
 self-pretrained; older schemas are from scratch). A run is *at chance* when its test accuracy is at most
 the test split's majority-class share plus ``CHANCE_MARGIN``; schema-1 runs carry no share, so they are
 never flagged. A self-pretrained run's variant carries ``SPT``, so it never shares a row with runs
-trained from scratch.
+trained from scratch. Each run carries its ``configuration`` (``lra.run_identity``: the job less its
+seed); ``lra.report.configurations`` gives each configuration its row and its label.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import attention_zoo
 from data_prep.small_sets import STAND_IN_SOURCE
+from lra.job.run_identity import comparable, configuration_fingerprint, leaves
 from lra.report.intervals import interval
 from lra.results.summary_json import SUMMARY_FILE
 
@@ -36,7 +38,11 @@ class Run:
     ``experiment=`` it trained under (``protocol`` names it first); ``scratch_variant``: the
     variant of the same model trained from scratch (``variant`` itself for a run from scratch);
     ``data``: what ``data_labels`` says of its data ("" for the task's own); ``label``: the variant
-    without its data and protocol, what a figure's panel of one data set and protocol names it by."""
+    without its data and protocol, what a figure's panel of one data set and protocol names it by;
+    ``configuration``: the fingerprint of its job less the seed; ``settings``: what it computes, its
+    config less the keys that do not change that (``lra.run_identity.comparable``), by dotted key;
+    ``label_keys``: the dotted config keys its label names (non-default attention options, and what
+    ``lra.report.configurations`` adds)."""
 
     path: Path
     task: str
@@ -62,6 +68,9 @@ class Run:
     data: str = ""
     label: str = ""
     preset: str | None = None  # the experiment= preset it trained under, when recorded
+    configuration: str = ""
+    settings: dict[str, object] = field(default_factory=dict)
+    label_keys: tuple[str, ...] = ()
 
     def size(self) -> tuple[int, int]:
         """(layers, width) of its encoder, from its config (``DEFAULT_SIZE`` where it records none)."""
@@ -147,17 +156,28 @@ def data_labels(config: dict, data: dict | None) -> list[str]:
     return labels + SOURCE_MARKS.get(data.get("source"), [])
 
 
-def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None,
-                  with_data: bool = True) -> str:  # fmt: skip
-    """``nystrom`` or ``nystrom (num_landmarks=32)``: the registry options of ``config["attention"]``
-    that differ from the core's defaults, so sweeps over options give separate rows, then what
-    ``data_labels`` says of its data (unless not ``with_data``), then ``spt``
-    (``nystrom (num_landmarks=32, SPT)``)."""
+def attention_options(attention: str, config: dict) -> dict[str, str]:
+    """``{"attention.num_landmarks": "num_landmarks=32"}``: the registry options of ``config["attention"]``
+    that differ from the core's defaults."""
     chosen = config.get("attention") or {}
     defaults = attention_zoo.spec(attention).options if attention in attention_zoo.available() else {}
-    changed = [f"{k}={chosen[k]}" for k in defaults if k in chosen and chosen[k] != defaults[k]]
+    changed = [key for key in defaults if key in chosen and chosen[key] != defaults[key]]
+    return {f"attention.{key}": f"{key}={chosen[key]}" for key in changed}
+
+
+def compose_label(attention: str, parts: Sequence[str]) -> str:
+    """``nystrom`` or ``nystrom (num_landmarks=32, SPT)``."""
+    return f"{attention} ({', '.join(parts)})" if parts else attention
+
+
+def variant_label(attention: str, config: dict, data: dict | None = None, spt: str | None = None,
+                  with_data: bool = True) -> str:  # fmt: skip
+    """``nystrom`` or ``nystrom (num_landmarks=32)``: the attention's non-default options
+    (``attention_options``), so sweeps over options give separate rows, then what ``data_labels``
+    says of its data (unless not ``with_data``), then ``spt`` (``nystrom (num_landmarks=32, SPT)``)."""
+    changed = list(attention_options(attention, config).values())
     changed += (data_labels(config, data) if with_data else []) + ([spt] if spt else [])
-    return f"{attention} ({', '.join(changed)})" if changed else attention
+    return compose_label(attention, changed)
 
 
 def load_run(path: Path) -> Run:
@@ -196,6 +216,9 @@ def load_run(path: Path) -> Run:
             options=summary.get("options") or {},
             data=", ".join(data_labels(config, data)),
             label=variant_label(attention, config, data, spt, with_data=False),
+            configuration=configuration_fingerprint(config),
+            settings=leaves(comparable(config)),
+            label_keys=tuple(attention_options(attention, config)),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")
@@ -206,12 +229,27 @@ def find_runs(roots: Sequence[Path]) -> list[Run]:
     return [load_run(path) for root in roots for path in sorted(root.rglob(SUMMARY_FILE))]
 
 
-def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
-    """Completed runs with one per (variant, task, seed): a rerun of a seed replaces the earlier one."""
-    latest: dict[tuple[str, str, object], Run] = {}
+def rerun_key(run: Run) -> tuple:
+    """What a rerun repeats: the task, the configuration and the seed (and the data, SPT and protocol
+    its summary.json records beside its config, for summaries whose config omits them)."""
+    return (run.task, run.configuration, run.variant, run.data, run.protocol, run.seed)
+
+
+def latest_and_superseded(runs: Sequence[Run]) -> tuple[list[Run], list[tuple[Run, Run]]]:
+    """The completed runs with one per ``rerun_key`` (the latest finished), and each earlier completed
+    run of a key with the run that replaced it."""
+    latest: dict[tuple, Run] = {}
+    earlier: list[Run] = []
     for run in sorted((r for r in runs if r.status == "completed"), key=lambda r: r.finished):
-        latest[(run.variant, run.task, run.seed)] = run
-    return list(latest.values())
+        if (key := rerun_key(run)) in latest:
+            earlier.append(latest[key])
+        latest[key] = run
+    return list(latest.values()), [(run, latest[rerun_key(run)]) for run in earlier]
+
+
+def latest_per_seed(runs: Sequence[Run]) -> list[Run]:
+    """Completed runs with one per configuration × seed: a rerun replaces the earlier one."""
+    return latest_and_superseded(runs)[0]
 
 
 @dataclass(frozen=True)

@@ -87,9 +87,12 @@ def config_value(config: dict, key: str) -> Any:
 
 
 def swept_config_keys(runs: Sequence[Run]) -> list[str]:
-    """The config keys the runs' sweeps varied (summary.json ``options``), in the order first seen;
-    a swept config group (``experiment=a,b``) is left out: W&B's run config does not hold its name."""
-    keys = dict.fromkeys(key for run in runs for key in run.options)
+    """The config keys the report's labels name (``Run.label_keys``: non-default attention options and
+    what differs between configurations), then those the runs' sweeps varied (summary.json
+    ``options``), in the order first seen; a swept config group (``experiment=a,b``) is left out:
+    W&B's run config does not hold its name."""
+    named = [key for run in runs for key in run.label_keys]
+    keys = dict.fromkeys([*named, *(key for run in runs for key in run.options)])
     return [key for key in keys if any(scalar(config_value(run.config, key)) for run in runs)]
 
 
