@@ -20,11 +20,12 @@ READS_COMPOSED_CONFIG = {
     "lra.job.checks",
     "lra.job.shortcuts",
     "lra.job.resolvers",
-    "lra.job.run_identity",
+    "lra.job.run_identity",  # a job's identity is its whole config, as plain data
     "lra.config.hydra_errors",
-    "lra.config.naming",
     "lra.results.summary_tables",  # the sweep's Hydra callback
 }
+MAX_CONFIG_MODULES = 8  # the modules the composed config is handed to, from the entry point on
+MAX_CONFIG_CLIMBS = 5  # and the calls that hand it back up, to a module above the caller
 # Not yet within MAX_LINES: the benchmark commands' shared code is to be drawn out (issue 44).
 OVER_LENGTH = {"lra.bench.efficiency"}
 
@@ -134,3 +135,65 @@ def test_only_the_entry_point_and_the_resolving_step_read_the_composed_config():
             if argument.arg in ("cfg", "config")
         ]
         assert not untyped, f"{name} takes the config as a mapping: {untyped}"
+
+
+def rooted_at(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` is ``name`` or a node of it (``cfg``, ``cfg.task``, ``cfg["pretrain"]``)."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def callees(module: str) -> dict[str, tuple[str, str]]:
+    """Names callable in ``module`` -> (module, function): its own functions and its ``from`` imports."""
+    tree = ast.parse(MODULES[module].read_text())
+    found = {node.name: (module, node.name) for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in MODULES and node.level == 0:
+            found |= {alias.asname or alias.name: (node.module, alias.name) for alias in node.names}
+    return found
+
+
+def function_of(module: str, name: str) -> ast.FunctionDef | None:
+    tree = ast.parse(MODULES[module].read_text())
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def config_calls(module: str, function: str, parameter: str, seen: set) -> list[tuple[str, str]]:
+    """(caller module, callee module) of each call that hands ``parameter`` (the composed config, or a
+    node of it) on, from ``function`` of ``module`` down, in the order the code is written."""
+    node = function_of(module, function)
+    if node is None or (module, function, parameter) in seen:
+        return []
+    seen.add((module, function, parameter))
+    names, moves = callees(module), []
+    calls = sorted(
+        (n for n in ast.walk(node) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
+    )
+    for call in calls:
+        if not (isinstance(call.func, ast.Name) and call.func.id in names):
+            continue
+        target_module, target = names[call.func.id]
+        callee = function_of(target_module, target)
+        if callee is None:
+            continue
+        params = [a.arg for a in callee.args.args]
+        passed = [params[i] for i, a in enumerate(call.args) if i < len(params) and rooted_at(a, parameter)]
+        passed += [k.arg for k in call.keywords if k.arg and rooted_at(k.value, parameter)]
+        for name in passed:
+            moves.append((module, target_module))
+            moves += config_calls(target_module, target, name, seen)
+    return moves
+
+
+def test_the_composed_config_reaches_few_modules_and_is_never_handed_back_up():
+    """Follow ``cfg`` (and its nodes) from ``lra.job.train.run`` through every call that passes it on:
+    it reaches the entry point, the resolving step and its checks, and goes down only."""
+    moves = config_calls(TRAINING_ENTRY, "run", "cfg", set())
+    reached = {TRAINING_ENTRY} | {callee for _, callee in moves}
+    assert "lra.job.resolve" in reached and "lra.job.checks" in reached  # the walk finds its way
+    assert len(reached) <= MAX_CONFIG_MODULES, sorted(reached)
+    upward = [
+        (caller, callee) for caller, callee in moves if caller != callee and caller in reachable(callee)
+    ]
+    assert len(upward) <= MAX_CONFIG_CLIMBS, upward

@@ -13,8 +13,7 @@ from test_harness_cli import lra_command
 
 from lra.config.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys
 from lra.job.checks import check_config, is_masked, stage_steps
-from lra.job.resolve import data_record
-from lra.job.run_identity import comparable_config, job_record
+from lra.job.resolve import comparable_config, data_record, summary_record
 from lra.model.pretraining import PretrainInputs, sequences
 
 MASKED_OPTIONS = ["pretrain.steps=100", "pretrain.mask_prob=0.2", "pretrain.loss=l1", "pretrain.lr=1e-4"]
@@ -39,7 +38,7 @@ def test_a_run_from_scratch_is_named_without_the_swept_masked_options(monkeypatc
     assert (
         job_name("listops", "nystrom", 0, masked, "masked") == "listops-nystrom-pretrain=masked-steps=200-s0"
     )
-    record = job_record(compose_config(scratch), scratch)
+    record = summary_record(compose_config(scratch), scratch).job
     assert (record["name"], record["options"]) == ("listops-nystrom-pretrain=none-s0", {"pretrain": "none"})
 
 

@@ -32,8 +32,7 @@ from lra.job.checks import check_config
 from lra.job.job_end import SIGTERM_EXIT_STATUS
 from lra.job.loggers import PRETRAIN_METRICS, PRETRAIN_STEP, RunIdentity, build_wandb
 from lra.job.pretrain_stage import save_weights, unwrapped
-from lra.job.resolve import encoder_identity
-from lra.job.run_identity import comparable_config
+from lra.job.resolve import comparable_config, encoder_identity
 from lra.job.train import run
 from lra.model.encoder import padding_mask
 from lra.model.pretraining import MaskedPretrainModule, choose_masked

@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 
 from lra.config.errors import ConfigError
 from lra.job.job_end import SIGTERM_EXIT_STATUS
+from lra.job.resolve import comparable_config
 from lra.job.resume import (
     POINTER_FILE,
     RUN_FILE,
@@ -30,7 +31,6 @@ from lra.job.resume import (
     plan_run,
 )
 from lra.job.resume import run_folders as runs_under
-from lra.job.run_identity import comparable_config
 from lra.job.train import run
 
 REPO = Path(__file__).resolve().parent.parent

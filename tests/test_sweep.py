@@ -14,8 +14,9 @@ from test_resume import SIGNAL_STEP, assert_finished_as_one_run, fake_run, in_pr
 from lra.config.errors import ConfigError
 from lra.config.naming import SWEPT_KEYS_ENV, job_name, record_swept_keys, run_name, short_keys, swept_keys
 from lra.job.loggers import RunIdentity
+from lra.job.resolve import comparable_config
 from lra.job.resume import POINTER_FILE, plan_run
-from lra.job.run_identity import comparable_config, comparable_overrides, job_fingerprint
+from lra.job.run_identity import comparable_overrides, job_fingerprint
 from lra.job.train import run
 from lra.results.summary_json import read_summaries
 from lra.results.summary_tables import format_table

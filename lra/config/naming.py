@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig
 
 SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
@@ -94,10 +94,11 @@ def run_group(task: str) -> str:
     return os.environ.get(STUDY_ENV) or task
 
 
-def attention_budget(attention: DictConfig) -> int | None:
-    """The value of the attention's budget option (landmarks, projection, features), or None."""
+def attention_budget(attention: dict[str, Any]) -> int | None:
+    """The value of the resolved attention node's budget option (landmarks, projection, features), or
+    None."""
     import attention_zoo  # here: naming serves the config resolvers, which load before torch
 
-    name = attention.name
+    name = attention["name"]
     option = attention_zoo.spec(name).budget_option if name in attention_zoo.available() else None
     return None if option is None else attention.get(option)

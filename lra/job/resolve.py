@@ -23,30 +23,38 @@ from lra.config.records import (
     TrainerRecord,
 )
 from lra.job.checks import check_config, is_masked, resolved, stage_steps, weights_file
-from lra.job.run_identity import comparable_config, job_record
+from lra.job.run_identity import comparable, job_record
 from lra.model.pretraining import MASK_TOKENS
 from lra.results.summary_json import pretrain_record as summary_pretrain
 
 TRAINING_ONLY_OPTIONS = ("attention_dropout",)  # attention options that leave the weights' meaning alone
 
 
-def plain_config(cfg: DictConfig) -> dict[str, Any]:
-    """The config as plain data, resolved where it resolves (a broken interpolation stays as written)."""
+def plain_config(cfg: DictConfig) -> tuple[dict[str, Any], bool]:
+    """The config as plain data, resolved where it resolves (a broken interpolation stays as written),
+    and whether it resolved."""
     try:
-        return OmegaConf.to_container(cfg, resolve=True)
+        return OmegaConf.to_container(cfg, resolve=True), True
     except Exception:
-        return OmegaConf.to_container(cfg, resolve=False)
+        return OmegaConf.to_container(cfg, resolve=False), False
 
 
-def summary_record(cfg: DictConfig, job: dict[str, Any]) -> SummaryRecord:
-    """What summary.json names the job by, for any outcome (a config that fails its checks too)."""
+def comparable_config(cfg: DictConfig) -> dict[str, Any]:
+    """What the job computes (``lra.job.run_identity.comparable``) of the resolved ``cfg``."""
+    return comparable(OmegaConf.to_container(cfg, resolve=True))
+
+
+def summary_record(cfg: DictConfig, job_overrides: Sequence[str] = ()) -> SummaryRecord:
+    """What summary.json names the job by, for any outcome (a config that fails its checks too): its
+    names and config, and the job (``lra.job.run_identity.job_record``)."""
+    config, resolved = plain_config(cfg)
     return SummaryRecord(
         task=cfg.task.name,
         attention=cfg.attention.name,
         seed=cfg.seed,
-        config=plain_config(cfg),
+        config=config,
         accelerator=str(cfg.trainer.accelerator),
-        job=job,
+        job=job_record(config, job_overrides, resolved),
     )
 
 
@@ -168,7 +176,7 @@ def run_record(cfg: DictConfig, job: dict[str, Any], job_overrides: Sequence[str
         resume=None if cfg.resume is None else str(cfg.resume),
         loggers=OmegaConf.to_container(cfg.logger, resolve=True),
         hparams=OmegaConf.to_container(cfg, resolve=True),
-        budget=attention_budget(cfg.attention),
+        budget=attention_budget(OmegaConf.to_container(cfg.attention, resolve=True)),
         threads=cfg.threads,
         steady_heap=cfg.steady_heap,
         masked=is_masked(cfg),
@@ -184,7 +192,7 @@ def job_records(
     cfg = resolved(cfg)
     finetune = stage_steps(cfg).finetune
     return JobRecords(
-        run=run_record(cfg, job or job_record(cfg, job_overrides), job_overrides),
+        run=run_record(cfg, job or summary_record(cfg, job_overrides).job, job_overrides),
         data=data_record(cfg, cfg.task.batch_size),
         model=model_record(cfg),
         optim=optim_record(cfg, finetune),

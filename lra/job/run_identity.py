@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from lra.config.naming import IGNORED_KEYS, run_name, varied_options
 from lra.results.summary_json import SUMMARY_FILE
 
@@ -46,11 +44,6 @@ def comparable(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def comparable_config(cfg: DictConfig) -> dict[str, Any]:
-    """``comparable`` of the resolved ``cfg``."""
-    return comparable(OmegaConf.to_container(cfg, resolve=True))
-
-
 def leaves(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"task.lr": 0.001, ...}``: a nested config's leaves by dotted key (lists as they are)."""
     found: dict[str, Any] = {}
@@ -70,7 +63,7 @@ def configuration_fingerprint(config: dict[str, Any]) -> str:
 
 def job_fingerprint(config: dict[str, Any]) -> str:
     """The job's identity, equal for the same job whatever the folder or machine: the first 16 hex
-    digits of the SHA-256 of ``config`` (a ``comparable_config``: the resolved config less
+    digits of the SHA-256 of ``config`` (``comparable``: the resolved config less
     ``IGNORED_KEYS``) written as JSON with sorted keys."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -95,20 +88,17 @@ def preset_of(job_overrides: Sequence[str]) -> str | None:
     return chosen[-1] if chosen else None
 
 
-def job_record(cfg: DictConfig, job_overrides: Sequence[str]) -> dict[str, Any]:
-    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.naming``), the
-    ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes
-    (this module)."""
-    options = varied_options(job_overrides, scratch=cfg.pretrain.mode == "none")
-    try:
-        fingerprint = job_fingerprint(comparable_config(cfg))
-    except Exception:  # a config that does not resolve: the run fails on it and names the reason
-        fingerprint = None
+def job_record(config: dict[str, Any], job_overrides: Sequence[str], resolved: bool = True) -> dict[str, Any]:
+    """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.config.naming``),
+    the ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes (this
+    module; None when ``config``, the job's config as plain data, is not ``resolved``: the run fails on
+    it and names the reason)."""
+    options = varied_options(job_overrides, scratch=(config.get("pretrain") or {}).get("mode") == "none")
     return {
-        "name": run_name(cfg.task.name, cfg.attention.name, cfg.seed, options),
+        "name": run_name(config["task"]["name"], config["attention"]["name"], config["seed"], options),
         "options": options,
         "preset": preset_of(job_overrides),
-        "fingerprint": fingerprint,
+        "fingerprint": job_fingerprint(comparable(config)) if resolved else None,
     }
 
 

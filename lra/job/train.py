@@ -39,7 +39,6 @@ from lra.job.resume import (
     is_pretraining_checkpoint,
     record_plan,
 )
-from lra.job.run_identity import job_record
 from lra.job.run_lock import RunLock
 from lra.job.trainers import best_checkpoint, stage_trainer
 from lra.model.encoder import LRAClassifier
@@ -173,12 +172,11 @@ def run(
     writes ``summary.json`` in the run's folder and prints the final table.
     """
     output_dir = Path(output_dir)
-    job = job_record(cfg, job_overrides)
-    summary_of = summary_record(cfg, job)  # names the job in summary.json whatever happens below
+    summary_of = summary_record(cfg, job_overrides)  # names the job in summary.json whatever happens below
     state = JobState(output_dir, now_iso())
     plan: RunPlan | None = None
     with failures_noted(state):  # a job refused here (config, resume) is recorded as failed below
-        records = job_records(cfg, job_overrides, job)
+        records = job_records(cfg, job_overrides, summary_of.job)
         planned = shared_plan(records.run, output_dir, resume_roots)  # one plan for every DDP process
         if rank_zero_only.rank == 0:
             if not planned.completed:  # one writer per run folder: a second process stops here

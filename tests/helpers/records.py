@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from omegaconf import DictConfig
 
 from lra.config.records import RunRecord
-from lra.job.resolve import model_record, optim_record, run_record
-from lra.job.run_identity import job_record
+from lra.job.resolve import model_record, optim_record, run_record, summary_record
 from lra.job.train import build_model, build_module
 from lra.model.encoder import LRAClassifier
 from lra.model.module import LRALitModule
@@ -25,4 +24,4 @@ def module_of(cfg: DictConfig) -> LRALitModule:
 
 
 def run_of(cfg: DictConfig, job_overrides: Sequence[str] = ()) -> RunRecord:
-    return run_record(cfg, job_record(cfg, job_overrides), job_overrides)
+    return run_record(cfg, summary_record(cfg, job_overrides).job, job_overrides)
