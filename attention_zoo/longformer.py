@@ -7,6 +7,11 @@ global tokens.
 With ``global_tokens=g > 0`` the first g real tokens of each sequence attend to every key and every
 query attends to them, as in Longformer's classification setting. Memory is O(N · window), never
 (N × N): see ``LongformerAttention._attend``.
+
+Causal: the band restricted to the past, each token attends to itself and the w = (window − 1) / 2
+tokens before it, as Longformer's autoregressive language models attend to the left only (Beltagy
+et al. 2020, §4). Global tokens have no causal form there (the paper adds them for its fine-tuned,
+non-causal tasks, §3.1): ``causal=True`` needs ``global_tokens=0``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.causality import require_for_causal
 from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import NonNegativeInt, OddPositiveInt, register_attention
 
@@ -32,7 +38,7 @@ def band_windows(x: torch.Tensor, side: int, chunk: int, chunks: int) -> torch.T
     return padded.unfold(-2, chunk + 2 * side, chunk).transpose(-1, -2)
 
 
-@register_attention("longformer", approximates="standard")
+@register_attention("longformer", approximates="standard", causal=True)
 class LongformerAttention(nn.Module):
     """Sliding-window softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
@@ -41,6 +47,10 @@ class LongformerAttention(nn.Module):
     excludes them and they enter as keys of their own).
 
     No ``attention_dropout``: Nyströmformer's Table 1 times the attention alone.
+
+    State size: the keys and values a query reads, 2 · min(window, seq_len) · dim, or 2 · min(w + 1,
+    seq_len) · dim causal (Zoology's sliding window, ``zoology/mixers/slide_attn.py``); with global
+    tokens, whose rows read every key, 2 · seq_len · dim.
     """
 
     def __init__(
@@ -51,10 +61,21 @@ class LongformerAttention(nn.Module):
         seq_len: int,
         window: OddPositiveInt = 257,
         global_tokens: NonNegativeInt = 0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
+        require_for_causal("longformer", causal, "global_tokens", global_tokens, 0)
         self.window = window
         self.global_tokens = global_tokens
+        self.causal = causal
+
+    @staticmethod
+    def state_size(
+        *, seq_len: int, dim: int, window: int, global_tokens: int, causal: bool, **_: object
+    ) -> int:
+        require_for_causal("longformer", causal, "global_tokens", global_tokens, 0)
+        keys = seq_len if global_tokens else (window // 2 + 1 if causal else window)
+        return 2 * min(keys, seq_len) * dim
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -94,7 +115,8 @@ class LongformerAttention(nn.Module):
         key_ok = band_windows(real_band[:, :, None].float(), side, chunk, chunks).squeeze(-1) > 0
         slots = torch.arange(chunk + 2 * side, device=q.device)
         offset = slots[None, :] - torch.arange(chunk, device=q.device)[:, None]
-        in_band = (offset >= 0) & (offset <= 2 * side)  # (c, c + 2w): key within w of the query
+        reach = side if self.causal else 2 * side  # causal: up to offset w, the query itself
+        in_band = (offset >= 0) & (offset <= reach)  # (c, c + 2w): key within w of the query
         allowed = in_band & key_ok[:, None, :, None, :]  # (B, 1, chunks, c, c + 2w)
         scores = (queries @ keys.transpose(-1, -2)) * dim**-0.5  # (B, H, chunks, c, c + 2w)
         scores = scores.masked_fill_(~allowed, PAD_SCORE)  # in place: nothing saved the product

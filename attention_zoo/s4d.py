@@ -15,7 +15,8 @@ repository's ``fftconv.py`` does (channels are summed, not split): ``y_t = Σ_{s
 Σ_{s>t} K'_{s-t-1} u_s`` (the reverse kernel starts one step ahead, as theirs does, so the D skip
 alone carries ``u_t``). Padded positions are zeroed before the convolution, so they reach no real
 position from either side; the reverse direction then equals the SSM run over each sequence reversed
-within its own length.
+within its own length. Causal: the one-directional SSM, y_t from u_s, s <= t only; ``causal=True``
+needs ``bidirectional=false`` (a line naming the option, not a silent override of the config).
 
 ``A`` and ``dt`` are trained at their own learning rate ``lr`` (``dt`` at ``dt_lr`` when it is set:
 the S4 repository's ``lr: {dt: ..., A: ...}``) without weight decay, declared on the parameters as
@@ -32,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.causality import require_for_causal
 from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
 
 
@@ -116,9 +118,14 @@ class TiedDropout(nn.Module):
         return x * keep / (1 - self.p)
 
 
-@register_mixer("s4d", budget_option="d_state")
+@register_mixer("s4d", budget_option="d_state", causal=True)
 class S4D(nn.Module):
-    """S4D as a mixer (module docstring): x (B, L, dim), mask (B, L) bool or None -> (B, L, dim)."""
+    """S4D as a mixer (module docstring): x (B, L, dim), mask (B, L) bool or None -> (B, L, dim).
+
+    State size: d_state real numbers (d_state / 2 complex modes) per channel and direction,
+    d_state · dim · (2 if bidirectional else 1), whatever the length (Zoology's H3 counts its SSM's
+    the same way, ``zoology/mixers/h3/h3.py``).
+    """
 
     def __init__(
         self,
@@ -133,16 +140,23 @@ class S4D(nn.Module):
         dt_lr: PositiveFloat | None = None,
         bidirectional: bool = True,
         dropout: Probability = 0.0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         if dt_min > dt_max:
             raise ValueError(f"attention 's4d': dt_min ({dt_min}) must be at most dt_max ({dt_max})")
+        require_for_causal("s4d", causal, "bidirectional", bidirectional, False)
         self.dim = dim
         self.bidirectional = bidirectional
         self.D = nn.Parameter(torch.randn(dim))
         self.kernel = S4DKernel((2 if bidirectional else 1) * dim, d_state, init, dt_min, dt_max, lr, dt_lr)
         self.dropout = TiedDropout(dropout)
         self.output_linear = nn.Conv1d(dim, 2 * dim, kernel_size=1)
+
+    @staticmethod
+    def state_size(*, dim: int, d_state: int, bidirectional: bool, causal: bool, **_: object) -> int:
+        require_for_causal("s4d", causal, "bidirectional", bidirectional, False)
+        return d_state * dim * (2 if bidirectional else 1)
 
     def convolution_kernel(self, length: int) -> torch.Tensor:
         """The kernel over lags 0..L-1, then (bidirectional) lags -L..-1: (dim, L) or (dim, 2L)."""
