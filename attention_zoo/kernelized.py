@@ -7,9 +7,9 @@ authors' released code computes the same unnormalised product. ``skyformer`` app
 this quantity. The product runs through ``scaled_dot_product_attention`` on augmented features
 (``gaussian_attention``), so it never holds the (n × n) kernel where a fused kernel exists.
 
-Causal: κ(·, ·) V with the same lower-triangular mask as softmax's, out_i = Σ_{j<=i} κ(q_i, k_j) v_j
-(Skyformer §4.1 states kernelized attention as softmax's with exp(QKᵀ/√p) replaced, mask included);
-its (N × N + 1) boolean mask leaves SDPA's fused kernels only where they take a mask.
+Causal: κ(·, ·) V under softmax's lower-triangular mask, out_i = Σ_{j<=i} κ(q_i, k_j) v_j, §4.1's
+kernel in place of exp(QKᵀ/√p) in masked attention; its (N × N + 1) boolean mask leaves SDPA's fused
+kernels only where they take a mask.
 """
 
 from __future__ import annotations

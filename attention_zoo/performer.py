@@ -7,7 +7,7 @@ The softmax kernel exp(qᵀk/√d) = E_w[φ(x)ᵀφ(y)] with x = q·d^(-1/4), y 
 so attention becomes linear in the length: out = φ(Q)(φ(K)ᵀV) / (φ(Q)(φ(K)ᵀ1)). The features are
 shared by all heads and held in a buffer; ``redraw_features()`` draws new ones.
 
-Causal (FAVOR+ unidirectional, Choromanski et al. 2021 §2.6; Katharopoulos et al. 2020 §3.2): the
+Causal (unidirectional FAVOR+ by prefix sums, Choromanski et al. 2021; Katharopoulos et al. 2020): the
 sums over keys become prefix sums, out_i = φ(q_i)ᵀ Σ_{j<=i} φ(k_j)v_jᵀ / φ(q_i)ᵀ Σ_{j<=i} φ(k_j),
 computed by chunks (``causal_ratio``).
 """

@@ -5,7 +5,7 @@ sequence is sorted by bucket and cut into chunks, and each query attends to the 
 and of the one before it; several hash rounds are combined into one softmax. Memory is
 O(N · chunk_size) per round: no (N × N) matrix.
 
-Causal: the paper's decoder masking (Kitaev et al. 2020, §3 "Causal masking for shared-QK
+Causal: the paper's decoder masking (Kitaev et al. 2020, §2 "Causal masking for shared-QK
 attention"): a query attends to no key after it, its own key still only when nothing else is there.
 Cutting the sorted sequence into chunks would let a later token, by its bucket, shift an earlier one
 across a chunk boundary and so change which earlier keys it sees; so causal chunks are cut within each
