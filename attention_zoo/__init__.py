@@ -27,6 +27,7 @@ from attention_zoo.registry import (
     spec,
     tie_layers,
 )
+from attention_zoo.rotary import RotaryEmbedding, check_rope, supports_rope
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
@@ -35,11 +36,14 @@ load_plugins()
 __all__ = [
     "AttentionSpec",
     "MultiHeadSelfAttention",
+    "RotaryEmbedding",
     "available",
     "build_attention",
+    "check_rope",
     "is_mixer",
     "register_attention",
     "register_mixer",
     "spec",
+    "supports_rope",
     "tie_layers",
 ]

@@ -108,7 +108,7 @@ def gaussian_attention(
     return numerator / normaliser
 
 
-@register_attention("kernelized")
+@register_attention("kernelized", rope=True)
 class KernelizedAttention(nn.Module):
     """Exact (quadratic-time) Gaussian-kernel attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
 

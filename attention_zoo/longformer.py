@@ -20,7 +20,7 @@ from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_b
 from attention_zoo.registry import NonNegativeInt, OddPositiveInt, register_attention
 
 
-@register_attention("longformer", approximates="standard")
+@register_attention("longformer", approximates="standard", rope=True)
 class LongformerAttention(nn.Module):
     """Sliding-window softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 

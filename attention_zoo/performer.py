@@ -66,6 +66,11 @@ class PerformerAttention(nn.Module):
 
     No ``attention_dropout``: FAVOR+ never forms an attention matrix, only the features φ(Q), φ(K)
     (nor does the authors' ``FastAttention`` drop anything).
+    No rotary positions (``attention_zoo.rotary``): FAVOR+ never forms q·k. Its features φ(q), φ(k)
+    depend on each vector's orientation against the drawn ω, not only on dot products between q and
+    k. Shifting every position turns all of q and k by one common rotation, which leaves every q·k as
+    it is but, for given features, changes the output: the relative-position property holds only in
+    expectation over the features. (RoFormer §3.3 rotates φ(q) and φ(k) instead, a different method.)
     """
 
     def __init__(

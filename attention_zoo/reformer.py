@@ -77,6 +77,12 @@ class ReformerAttention(nn.Module):
     No ``attention_dropout``: the papers' code (HuggingFace ``LSHSelfAttention`` with a default
     ``ReformerConfig``, whose ``lsh_attention_probs_dropout_prob`` is 0) drops nothing of the
     chunk-local attention matrices.
+
+    No rotary positions (``attention_zoo.rotary``): the buckets, argmax([sR; −sR]), depend on each
+    vector's orientation against the drawn rotations R, not only on dot products between q and k.
+    Shifting every position turns all of q and k by one common rotation, which leaves every q·k as it
+    is but, for a given R, changes the buckets and the output: the relative-position property of
+    rotary embeddings does not hold.
     """
 
     def __init__(

@@ -173,6 +173,9 @@ class AttentionSpec:
         budget_option: the option that a shared ``features`` budget sets (landmarks, projection
             dimension, random features, state size), or None when it has no such size.
         mixer: True for a mixer (it replaces multi-head attention), False for a core.
+        rope: whether the core takes rotary positions on q and k (``attention_zoo.rotary``): declared
+            by a core whose output depends on q and k only through their dot products, so that rotating
+            both makes it a function of relative positions. Never for a mixer.
     """
 
     name: str
@@ -182,6 +185,7 @@ class AttentionSpec:
     approximates: str | None
     budget_option: str | None
     mixer: bool = False
+    rope: bool = False
 
     @property
     def shapes(self) -> tuple[str, ...]:
@@ -209,7 +213,11 @@ _REGISTRY: dict[str, AttentionSpec] = {}
 
 
 def register(
-    name: str, shapes: tuple[str, ...], approximates: str | None, budget_option: str | None
+    name: str,
+    shapes: tuple[str, ...],
+    approximates: str | None,
+    budget_option: str | None,
+    rope: bool = False,
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
     """The class decorator of ``register_attention`` (``shapes``: ``CORE_SHAPES``) and ``register_mixer``."""
 
@@ -233,17 +241,18 @@ def register(
         if budget_option is not None and budget_option not in options:
             raise TypeError(f"{cls.__name__}: budget option {budget_option!r} is not one of its options")
         mixer = shapes == MIXER_SHAPES
-        _REGISTRY[name] = AttentionSpec(name, cls, options, types_, approximates, budget_option, mixer)
+        _REGISTRY[name] = AttentionSpec(name, cls, options, types_, approximates, budget_option, mixer, rope)
         return cls
 
     return decorate
 
 
 def register_attention(
-    name: str, *, approximates: str | None = None, budget_option: str | None = None
+    name: str, *, approximates: str | None = None, budget_option: str | None = None, rope: bool = False
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
-    """Class decorator that adds a core to the registry under ``name``."""
-    return register(name, CORE_SHAPES, approximates, budget_option)
+    """Class decorator that adds a core to the registry under ``name``; ``rope=True`` declares that it
+    takes rotary positions (``AttentionSpec.rope``)."""
+    return register(name, CORE_SHAPES, approximates, budget_option, rope)
 
 
 def register_mixer(
@@ -290,9 +299,15 @@ def build_attention(
     return entry.cls(**arguments)
 
 
+def spec_of(module: nn.Module) -> AttentionSpec | None:
+    """The registry entry whose class ``module`` is an instance of (exactly), or None."""
+    return next((entry for entry in _REGISTRY.values() if type(module) is entry.cls), None)
+
+
 def is_mixer(module: nn.Module) -> bool:
     """Whether ``module`` is a registered mixer (it replaces multi-head attention), not a core."""
-    return any(entry.mixer and type(module) is entry.cls for entry in _REGISTRY.values())
+    entry = spec_of(module)
+    return entry is not None and entry.mixer
 
 
 def tie_layers(cores: Sequence[nn.Module]) -> None:

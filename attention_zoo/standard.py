@@ -15,7 +15,7 @@ from attention_zoo.masking import check_inputs, key_padding_bias
 from attention_zoo.registry import Probability, register_attention
 
 
-@register_attention("standard")
+@register_attention("standard", rope=True)
 class StandardAttention(nn.Module):
     """softmax(QKᵀ/√d)V with a key-padding mask. q, k, v: (B, H, N, D) -> (B, H, N, D).
 

@@ -18,7 +18,7 @@ from attention_zoo.masking import attend_in_float32, check_inputs, real_tokens
 from attention_zoo.registry import PositiveInt, register_attention
 
 
-@register_attention("window", approximates="standard", budget_option="window")
+@register_attention("window", approximates="standard", budget_option="window", rope=True)
 class WindowAttention(nn.Module):
     """Softmax attention within a band of ±⌊window/2⌋ positions. q, k, v: (B, H, N, D) -> (B, H, N, D);
     float32 inside.
