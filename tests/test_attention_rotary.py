@@ -109,7 +109,9 @@ def test_every_built_in_core_refused_is_one_whose_output_a_shift_changes(name):
     core = build(name, seq)
     q, k, v = qkv(2, seq)
     first, shifted = shifted_outputs(core, q, k, v, None, offset=1000)
-    assert not torch.allclose(shifted, first, atol=1e-3, rtol=1e-3)
+    assert not torch.allclose(shifted, first, atol=1e-3, rtol=1e-3), (
+        f"{name}: a shift leaves its output as it is; register it with rope=True"
+    )
 
 
 @pytest.mark.parametrize(("name", "options"), TAKERS, ids=TAKER_IDS)
