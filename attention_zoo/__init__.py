@@ -30,6 +30,7 @@ from attention_zoo.registry import (
     supports_causal,
     tie_layers,
 )
+from attention_zoo.rotary import RotaryEmbedding, check_rope, supports_rope
 from attention_zoo.state_sizes import state_size
 
 for _module in pkgutil.iter_modules(__path__):
@@ -39,13 +40,16 @@ load_plugins()
 __all__ = [
     "AttentionSpec",
     "MultiHeadSelfAttention",
+    "RotaryEmbedding",
     "available",
     "build_attention",
+    "check_rope",
     "is_mixer",
     "register_attention",
     "register_mixer",
     "spec",
     "state_size",
     "supports_causal",
+    "supports_rope",
     "tie_layers",
 ]

@@ -23,7 +23,7 @@ from attention_zoo.state_sizes import every_key_and_value
 WINDOW_AND_GLOBAL_SLOTS = 5  # blocks 0, i − 1, i, i + 1, nb − 1
 
 
-@register_attention("bigbird", approximates="standard")
+@register_attention("bigbird", approximates="standard", rope=True)
 class BigBirdAttention(nn.Module):
     """Block-sparse softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 

@@ -29,7 +29,7 @@ from attention_zoo.state_sizes import every_key_and_value
 SAMPLE_CHUNK = 128  # queries whose sampled scores are taken at once
 
 
-@register_attention("informer", approximates="standard", budget_option="num_features")
+@register_attention("informer", approximates="standard", budget_option="num_features", rope=True)
 class InformerAttention(nn.Module):
     """ProbSparse attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 

@@ -123,7 +123,7 @@ def gaussian_attention(
     return numerator / normaliser
 
 
-@register_attention("kernelized", causal=True)
+@register_attention("kernelized", causal=True, rope=True)
 class KernelizedAttention(nn.Module):
     """Exact (quadratic-time) Gaussian-kernel attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
 

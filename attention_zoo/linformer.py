@@ -16,7 +16,7 @@ from attention_zoo.masking import check_inputs, zero_padding
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
 
-@register_attention("linformer", approximates="standard", budget_option="proj_dim")
+@register_attention("linformer", approximates="standard", budget_option="proj_dim", rope=True)
 class LinformerAttention(nn.Module):
     """Low-rank softmax attention. q, k, v: (B, H, N, D) with N ≤ seq_len -> (B, H, N, D).
 

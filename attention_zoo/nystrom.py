@@ -20,7 +20,7 @@ from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
 
 
-@register_attention("nystrom", approximates="standard", budget_option="num_landmarks")
+@register_attention("nystrom", approximates="standard", budget_option="num_landmarks", rope=True)
 class NystromAttention(nn.Module):
     """Nyström approximation of softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
 

@@ -81,6 +81,11 @@ class PerformerAttention(nn.Module):
     State size: the m × D matrix φ(K)ᵀV and the m-vector φ(K)ᵀ1 of each head, num_features ·
     (dim + num_heads): the recurrent state of the causal form (Zoology counts linear attention's
     the same way, ``zoology/mixers/based.py``).
+    No rotary positions (``attention_zoo.rotary``): FAVOR+ never forms q·k. Its features φ(q), φ(k)
+    depend on each vector's orientation against the drawn ω, not only on dot products between q and
+    k. Shifting every position turns all of q and k by one common rotation, which leaves every q·k as
+    it is but, for given features, changes the output: the relative-position property holds only in
+    expectation over the features. (RoFormer §3.3 rotates φ(q) and φ(k) instead, a different method.)
     """
 
     def __init__(

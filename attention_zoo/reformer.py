@@ -115,6 +115,12 @@ class ReformerAttention(nn.Module):
 
     State size: every position's key and value, 2 · seq_len · dim, causal or not: a query's buckets
     may hold any earlier key, so all are kept.
+
+    No rotary positions (``attention_zoo.rotary``): the buckets, argmax([sR; −sR]), depend on each
+    vector's orientation against the drawn rotations R, not only on dot products between q and k.
+    Shifting every position turns all of q and k by one common rotation, which leaves every q·k as it
+    is but, for a given R, changes the buckets and the output: the relative-position property of
+    rotary embeddings does not hold.
     """
 
     def __init__(

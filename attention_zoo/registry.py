@@ -179,6 +179,9 @@ class AttentionSpec:
             dimension, random features, state size), or None when it has no such size.
         mixer: True for a mixer (it replaces multi-head attention), False for a core.
         causal: whether it has a causal form (``build_attention(..., causal=True)``).
+        rope: whether the core takes rotary positions on q and k (``attention_zoo.rotary``): declared
+            by a core whose output depends on q and k only through their dot products, so that rotating
+            both makes it a function of relative positions. Never for a mixer.
     """
 
     name: str
@@ -189,6 +192,7 @@ class AttentionSpec:
     budget_option: str | None
     mixer: bool = False
     causal: bool = False
+    rope: bool = False
 
     @property
     def shapes(self) -> tuple[str, ...]:
@@ -221,6 +225,7 @@ def register(
     approximates: str | None,
     budget_option: str | None,
     causal: bool,
+    rope: bool = False,
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
     """The class decorator of ``register_attention`` (``shapes``: ``CORE_SHAPES``) and ``register_mixer``.
     ``causal``: the constructor takes a keyword-only ``causal``, and only then."""
@@ -249,7 +254,7 @@ def register(
             raise TypeError(f"{cls.__name__}: budget option {budget_option!r} is not one of its options")
         mixer = shapes == MIXER_SHAPES
         _REGISTRY[name] = AttentionSpec(
-            name, cls, options, types_, approximates, budget_option, mixer, causal
+            name, cls, options, types_, approximates, budget_option, mixer, causal, rope
         )
         return cls
 
@@ -257,11 +262,17 @@ def register(
 
 
 def register_attention(
-    name: str, *, approximates: str | None = None, budget_option: str | None = None, causal: bool = False
+    name: str,
+    *,
+    approximates: str | None = None,
+    budget_option: str | None = None,
+    causal: bool = False,
+    rope: bool = False,
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
     """Class decorator that adds a core to the registry under ``name``; ``causal=True`` declares its
-    causal form (its constructor then takes ``causal: bool = False``)."""
-    return register(name, CORE_SHAPES, approximates, budget_option, causal)
+    causal form (its constructor then takes ``causal: bool = False``), ``rope=True`` that it takes
+    rotary positions (``AttentionSpec.rope``)."""
+    return register(name, CORE_SHAPES, approximates, budget_option, causal, rope)
 
 
 def register_mixer(
@@ -330,9 +341,15 @@ def build_attention(
     return entry.cls(**arguments, **checked_causal(entry, causal))
 
 
+def spec_of(module: nn.Module) -> AttentionSpec | None:
+    """The registry entry whose class ``module`` is an instance of (exactly), or None."""
+    return next((entry for entry in _REGISTRY.values() if type(module) is entry.cls), None)
+
+
 def is_mixer(module: nn.Module) -> bool:
     """Whether ``module`` is a registered mixer (it replaces multi-head attention), not a core."""
-    return any(entry.mixer and type(module) is entry.cls for entry in _REGISTRY.values())
+    entry = spec_of(module)
+    return entry is not None and entry.mixer
 
 
 def tie_layers(cores: Sequence[nn.Module]) -> None:

@@ -37,7 +37,7 @@ def sample_landmark_rows(mask: torch.Tensor, count: int) -> tuple[torch.Tensor, 
     return index, top >= 0
 
 
-@register_attention("skyformer", approximates="kernelized", budget_option="num_landmarks")
+@register_attention("skyformer", approximates="kernelized", budget_option="num_landmarks", rope=True)
 class SkyformerAttention(nn.Module):
     """Modified-Nyström approximation of ``kernelized``. q, k, v: (B, H, N, D) -> (B, H, N, D).
 

@@ -18,7 +18,7 @@ from attention_zoo.registry import Probability, register_attention
 from attention_zoo.state_sizes import every_key_and_value
 
 
-@register_attention("standard", causal=True)
+@register_attention("standard", causal=True, rope=True)
 class StandardAttention(nn.Module):
     """softmax(QKᵀ/√d)V with a key-padding mask. q, k, v: (B, H, N, D) -> (B, H, N, D).
 

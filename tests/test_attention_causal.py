@@ -79,7 +79,16 @@ def run(module: nn.Module, inputs: list[torch.Tensor], mask: torch.Tensor | None
 
 
 def test_the_entries_with_a_causal_form():
-    assert set(CAUSAL) == {"standard", "kernelized", "performer", "longformer", "reformer", "s4d", "mamba"}
+    assert set(CAUSAL) == {
+        "standard",
+        "kernelized",
+        "performer",
+        "longformer",
+        "window",
+        "reformer",
+        "s4d",
+        "mamba",
+    }
     assert set(NON_CAUSAL) >= {"nystrom", "skyformer", "linformer", "bigbird", "informer"}
 
 
