@@ -7,6 +7,7 @@ import pytest
 
 from data_prep.recall import IGNORE, MAD_LEVELS, TASKS, build, mad_levels
 from data_prep.recall.mqar import gap_weights
+from data_prep.recall.sampling import draw_distinct
 
 SMALL = {
     "mqar": dict(vocab_size=128, input_seq_len=64, num_kv_pairs=8),
@@ -82,6 +83,17 @@ def test_mqar_statistics_match_zoology():
     assert 0.5 * np.abs(ours - theirs).sum() < 0.02
     noise = batch.inputs[:, 2 * pairs :][batch.targets[:, 2 * pairs :] == IGNORE]
     assert abs(noise.mean() - (vocab - 1) / 2) < 1.5 and noise.min() == 0 and noise.max() == vocab - 1
+
+
+@pytest.mark.parametrize(("low", "high", "k"), [(1, 64, 8), (5, 4101, 8)])  # both ways of drawing
+def test_distinct_draws_are_distinct_uniform_and_in_random_order(low, high, k):
+    drawn = draw_distinct(np.random.default_rng(0), 20000, low, high, k)
+    assert drawn.min() >= low and drawn.max() < high
+    assert (np.diff(np.sort(drawn, axis=1), axis=1) > 0).all()
+    for column in (drawn[:, 0], drawn[:, -1]):
+        counts = np.bincount(column - low, minlength=high - low)
+        expected = len(column) / (high - low)
+        assert np.abs(counts - expected).max() < 6 * np.sqrt(expected) + 2
 
 
 # MAD's recall ----------------------------------------------------------------------------------

@@ -12,6 +12,14 @@ _CHUNK_FLOATS = 1 << 22  # bounds the (rows, population) scratch of draw_distinc
 def draw_distinct(rng: np.random.Generator, n: int, low: int, high: int, k: int) -> np.ndarray:
     """(n, k) int64: per row, k distinct integers of [low, high) in uniformly random order."""
     population = high - low
+    if 4 * k * k <= population:  # a repeat is rare: redraw the rows that have one
+        out = rng.integers(low, high, size=(n, k))
+        redo = np.arange(n)
+        while redo.size:  # one pass per round of redraws, each round a few rows
+            ordered = np.sort(out[redo], axis=1)
+            redo = redo[(ordered[:, 1:] == ordered[:, :-1]).any(axis=1)]
+            out[redo] = rng.integers(low, high, size=(redo.size, k))
+        return out
     rows = max(1, _CHUNK_FLOATS // population)
     out = np.empty((n, k), np.int64)
     for start in range(0, n, rows):  # one pass per chunk of rows bounds the memory
