@@ -22,8 +22,8 @@ Differences from the source:
   repeated key, by a mask token V (appended to the vocabulary): the answer is then never in
   the input, for causal and non-causal models alike. Off, the inputs are MAD's exactly (a
   non-causal model then sees each answer at the next position).
-- the slot kept free of noise is one of the S//2 - 1 drawn slots (the source draws it among
-  S//2, so with probability 2/S no slot is kept and an all-noise sequence fails).
+- the slot kept free of noise is one of the S//2 - 1 drawn slots; the source draws its index
+  among S//2, one of which no slot has, and then a sequence drawn all noise has no key to probe.
 MAD draws a fixed training set (``MemoryDataset``, ``mad/data/dataset.py`` L129-248).
 """
 
