@@ -12,14 +12,12 @@ from __future__ import annotations
 from functools import partial
 
 import pytest
-from conftest import compose_config, smoke_overrides
 from helpers.lra_step import lra_rate, their_losses
 from test_protocol_parity import (
     RELATIVE_TOLERANCE,
-    STEPS,
-    WARMUP,
     harness_losses,
     harness_start,
+    preset_config,
     relative_gaps,
 )
 
@@ -38,18 +36,7 @@ FACTORS = {"warmup_rsqrt": "rsqrt_decay", "warmup_cosine": "cosine_decay"}
 
 def lra_config(data_root, task: str, *extra: str):
     """``experiment=lra`` on the tiny set of ``task``, a small model, dropout off, 40 steps."""
-    overrides = [
-        "experiment=lra",
-        f"trainer.max_steps={STEPS}",
-        f"task.warmup_steps={WARMUP}",
-        f"task.lr={CONSTANT[task]}",
-        f"task.eval_every={STEPS}",
-        "model.dropout=0.0",
-        "protocol.attention_dropout=0.0",
-        *SMALL_MODEL,
-        *extra,
-    ]
-    return compose_config(smoke_overrides(data_root, task, "standard", *overrides))
+    return preset_config(data_root, "lra", f"task.lr={CONSTANT[task]}", *SMALL_MODEL, *extra, task=task)
 
 
 def their_run(cfg) -> list[float]:
