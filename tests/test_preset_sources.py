@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 # preset -> (its table, its attention, the repository its sources are under)
 PRESETS = {
-    "lra": (official_lra.OFFICIAL, "standard", "google-research/long-range-arena lra_benchmarks/"),
+    "lra": (official_lra.OFFICIAL, "standard", "google-research/long-range-arena lra_benchmarks"),
     "amos": (official_amos.OFFICIAL, "standard", "IdoAmos/not-from-scratch"),
     "s4": (official_s4.OFFICIAL, "s4d", "state-spaces/s4"),
 }
@@ -53,7 +53,7 @@ def mismatches(preset: str, task: str) -> list[str]:
         if got != official or isinstance(got, bool) != isinstance(official, bool):
             lines.append(
                 f"experiment={preset} task={task}: {path} is {got!r}, the official value is {official!r} "
-                f"({repository} {source})"
+                f"({repository}: {source})"
             )
     return lines
 
