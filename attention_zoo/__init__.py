@@ -9,7 +9,9 @@ Importing the package imports every module in it, and each core's module registe
 ``@register_attention`` (a mixer's with ``@register_mixer``): a new core is one new file here. Then
 the cores of other installed packages are loaded through the ``lra.attentions`` entry point group
 (``attention_zoo.plugins``).
-``available()`` lists their names. Pure PyTorch: nothing here imports Lightning, Hydra or ``lra``.
+``available()`` lists their names; ``supports_causal(name)`` says whether ``build_attention(name, ...,
+causal=True)`` builds it, and ``state_size(name, seq_len=..., dim=...)`` gives the numbers per layer
+it carries across the sequence. Pure PyTorch: nothing here imports Lightning, Hydra or ``lra``.
 """
 
 import importlib
@@ -25,8 +27,11 @@ from attention_zoo.registry import (
     register_attention,
     register_mixer,
     spec,
+    supports_causal,
     tie_layers,
 )
+from attention_zoo.rotary import RotaryEmbedding, check_rope, supports_rope
+from attention_zoo.state_sizes import state_size
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
@@ -35,11 +40,16 @@ load_plugins()
 __all__ = [
     "AttentionSpec",
     "MultiHeadSelfAttention",
+    "RotaryEmbedding",
     "available",
     "build_attention",
+    "check_rope",
     "is_mixer",
     "register_attention",
     "register_mixer",
     "spec",
+    "state_size",
+    "supports_causal",
+    "supports_rope",
     "tie_layers",
 ]

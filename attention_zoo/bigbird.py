@@ -18,11 +18,12 @@ from torch import nn
 
 from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import PositiveInt, register_attention
+from attention_zoo.state_sizes import every_key_and_value
 
 WINDOW_AND_GLOBAL_SLOTS = 5  # blocks 0, i − 1, i, i + 1, nb − 1
 
 
-@register_attention("bigbird", approximates="standard")
+@register_attention("bigbird", approximates="standard", rope=True)
 class BigBirdAttention(nn.Module):
     """Block-sparse softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
@@ -44,6 +45,12 @@ class BigBirdAttention(nn.Module):
     2r + 5 blocks at other lengths).
 
     No ``attention_dropout``: the Skyformer authors' port drops nothing of the attention weights.
+
+    No causal form: the global blocks (the first and the last) attend to every key and are attended by
+    every query, and BigBird's encoder–decoder keeps full attention in its decoder (BigBird-Pegasus:
+    sparse encoder, decoder attention ``original_full``).
+
+    State size: every position's key and value, 2 · seq_len · dim: the global blocks read them all.
     """
 
     def __init__(
@@ -132,6 +139,8 @@ class BigBirdAttention(nn.Module):
         duplicate[0, 1] = True
         duplicate[-1, 3] = True
         return table, duplicate
+
+    state_size = staticmethod(every_key_and_value)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None

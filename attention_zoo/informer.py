@@ -24,11 +24,12 @@ from attention_zoo.masking import (
     zero_padding,
 )
 from attention_zoo.registry import PositiveInt, register_attention
+from attention_zoo.state_sizes import every_key_and_value
 
 SAMPLE_CHUNK = 128  # queries whose sampled scores are taken at once
 
 
-@register_attention("informer", approximates="standard", budget_option="num_features")
+@register_attention("informer", approximates="standard", budget_option="num_features", rope=True)
 class InformerAttention(nn.Module):
     """ProbSparse attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
@@ -50,6 +51,15 @@ class InformerAttention(nn.Module):
     taken without autograd, a chunk of queries at a time.
 
     No ``attention_dropout``: the authors' ``ProbAttention`` defines a dropout it never applies.
+
+    No causal form that is exact: the paper's masked variant (its decoder; the authors'
+    ``ProbAttention(mask_flag=True)``, Informer2020 ``models/attn.py``) samples each query's keys from
+    the whole sequence (line 54) and ranks every query against the later ones (``M.topk``, line 60),
+    so a later token changes which earlier queries attend and which take the cumulative sum of V
+    (line 78).
+
+    State size: every position's key and value, 2 · seq_len · dim: the active queries read them all;
+    the budget sets how many queries are active, not this figure.
     """
 
     def __init__(
@@ -75,6 +85,8 @@ class InformerAttention(nn.Module):
         rank = (draws[None] * count[:, None, None]).long().clamp(max=length - 1)  # (B, N, U)
         real_first = torch.argsort(~real, dim=-1, stable=True)  # (B, N): real positions, in order, first
         return real_first.gather(1, rank.flatten(1)).view_as(rank)
+
+    state_size = staticmethod(every_key_and_value)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None

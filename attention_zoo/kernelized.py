@@ -6,6 +6,10 @@ No row normalisation: §4.1 puts κ(·, ·) V in place of softmax's D⁻¹ exp(Q
 authors' released code computes the same unnormalised product. ``skyformer`` approximates exactly
 this quantity. The product runs through ``scaled_dot_product_attention`` on augmented features
 (``gaussian_attention``), so it never holds the (n × n) kernel where a fused kernel exists.
+
+Causal: κ(·, ·) V under softmax's lower-triangular mask, out_i = Σ_{j<=i} κ(q_i, k_j) v_j, §4.1's
+kernel in place of exp(QKᵀ/√p) in masked attention; its (N × N + 1) boolean mask leaves SDPA's fused
+kernels only where they take a mask.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.causality import causal_keys
 from attention_zoo.masking import check_inputs, zero_padding
 from attention_zoo.registry import Probability, register_attention
+from attention_zoo.state_sizes import every_key_and_value
 
 # Fused kernels: the CPU's wants q, k, v of one size, CUDA's memory-efficient one float32 sizes in
 # multiples of 4 (flash has no float32 kernel).
@@ -78,7 +84,12 @@ def softmax_operands(
 
 
 def gaussian_attention(
-    x: torch.Tensor, y: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, dropout: float = 0.0
+    x: torch.Tensor,
+    y: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    causal: bool = False,
 ) -> torch.Tensor:
     """κ(x, y) v through ``scaled_dot_product_attention``: (B, H, n, d), (B, H, N, d), (B, H, N, d) ->
     (B, H, n, d), float32. It never holds the (n × N) kernel where a fused kernel exists (CPU, and
@@ -96,19 +107,23 @@ def gaussian_attention(
 
     Keys where ``mask`` (B, N) is False get weight 0; x, y, v carry zeros at padded positions (see
     ``softmax_operands``). ``dropout`` > 0 drops kernel entries (inverted scaling) through SDPA's own
-    dropout; the normaliser comes from a call without it.
+    dropout; the normaliser comes from a call without it. ``causal`` (n = N): query i sees the keys
+    j <= i and the extra key.
     """
     queries, keys, values = softmax_operands(x, y, v, mask)
     dim = x.shape[-1]
-    out = F.scaled_dot_product_attention(queries, keys, values, scale=1.0)  # (B, H, n, F)
+    allowed = causal_keys(x.shape[-2], x.device, extra_keys=1) if causal else None  # (n, N + 1)
+    out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed, scale=1.0)  # (B, H, n, F)
     numerator, normaliser = out[..., :dim], out[..., dim : dim + 1]
     if dropout > 0:
-        dropped = F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout, scale=1.0)
+        dropped = F.scaled_dot_product_attention(
+            queries, keys, values, attn_mask=allowed, dropout_p=dropout, scale=1.0
+        )
         numerator = dropped[..., :dim]
     return numerator / normaliser
 
 
-@register_attention("kernelized")
+@register_attention("kernelized", causal=True, rope=True)
 class KernelizedAttention(nn.Module):
     """Exact (quadratic-time) Gaussian-kernel attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
 
@@ -120,14 +135,25 @@ class KernelizedAttention(nn.Module):
     authors' code (``SoftmaxAttention_RBF``: dropout on exp(·) before the product with V). The
     dropout is SDPA's own, on the augmented softmax; the normaliser channel comes from a second
     call without dropout, so a dropped entry of the extra key cannot hit it.
+
+    State size: the keys and values of every position, 2 · seq_len · dim, causal or not.
     """
 
     def __init__(
-        self, *, head_dim: int, num_heads: int, seq_len: int, attention_dropout: Probability = 0.0
+        self,
+        *,
+        head_dim: int,
+        num_heads: int,
+        seq_len: int,
+        attention_dropout: Probability = 0.0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         self.head_dim = head_dim
         self.attention_dropout = attention_dropout
+        self.causal = causal
+
+    state_size = staticmethod(every_key_and_value)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -141,5 +167,6 @@ class KernelizedAttention(nn.Module):
                 zero_padding(v.float(), mask),
                 mask,
                 dropout=self.attention_dropout if self.training else 0.0,
+                causal=self.causal,
             )
         return out.to(q.dtype)

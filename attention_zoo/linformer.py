@@ -16,7 +16,7 @@ from attention_zoo.masking import check_inputs, zero_padding
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
 
-@register_attention("linformer", approximates="standard", budget_option="proj_dim")
+@register_attention("linformer", approximates="standard", budget_option="proj_dim", rope=True)
 class LinformerAttention(nn.Module):
     """Low-rank softmax attention. q, k, v: (B, H, N, D) with N ≤ seq_len -> (B, H, N, D).
 
@@ -37,6 +37,10 @@ class LinformerAttention(nn.Module):
 
     No ``attention_dropout``: the authors' ``LinformerAttention`` (both codes) drops nothing of its
     (N × proj_dim) attention matrix.
+
+    No causal form: each projected key and value mixes every position.
+
+    State size: the projected keys and values, proj_dim rows each, 2 · proj_dim · dim.
     """
 
     def __init__(
@@ -67,6 +71,10 @@ class LinformerAttention(nn.Module):
         do nothing."""
         if self.share_layers:
             self.key_proj, self.value_proj = first.key_proj, first.value_proj
+
+    @staticmethod
+    def state_size(*, dim: int, proj_dim: int, **_: object) -> int:
+        return 2 * proj_dim * dim
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None

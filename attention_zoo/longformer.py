@@ -7,6 +7,11 @@ global tokens.
 With ``global_tokens=g > 0`` the first g real tokens of each sequence attend to every key and every
 query attends to them, as in Longformer's classification setting. Memory is O(N · window), never
 (N × N): see ``LongformerAttention._attend``.
+
+Causal: the band restricted to the past, each token attends to itself and the w = (window − 1) / 2
+tokens before it, as Longformer's autoregressive language models attend to the left only (Beltagy
+et al. 2020, §4). Global tokens have no causal form there (the paper adds them for its fine-tuned,
+non-causal tasks, §3.1): ``causal=True`` needs ``global_tokens=0``.
 """
 
 from __future__ import annotations
@@ -15,24 +20,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.band import PAD_SCORE, band_attention, band_scores, unchunk
+from attention_zoo.causality import require_for_causal
 from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import NonNegativeInt, OddPositiveInt, register_attention
 
-PAD_SCORE = torch.finfo(torch.float32).min / 2  # the score of a key outside the band or padded
 
-
-def band_windows(x: torch.Tensor, side: int, chunk: int, chunks: int) -> torch.Tensor:
-    """The keys around each chunk: x (..., N, F) -> (..., chunks, chunk + 2·side, F).
-
-    Window s covers positions s·chunk − side … s·chunk + chunk + side − 1; positions outside
-    0 … N − 1 are zero rows (the caller marks them as padding).
-    """
-    length = x.shape[-2]
-    padded = F.pad(x, (0, 0, side, chunks * chunk - length + side))
-    return padded.unfold(-2, chunk + 2 * side, chunk).transpose(-1, -2)
-
-
-@register_attention("longformer", approximates="standard")
+@register_attention("longformer", approximates="standard", causal=True, rope=True)
 class LongformerAttention(nn.Module):
     """Sliding-window softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
@@ -41,6 +35,10 @@ class LongformerAttention(nn.Module):
     excludes them and they enter as keys of their own).
 
     No ``attention_dropout``: Nyströmformer's Table 1 times the attention alone.
+
+    State size: the keys and values a query reads, 2 · min(window, seq_len) · dim, or 2 · min(w + 1,
+    seq_len) · dim causal (Zoology's sliding window, ``zoology/mixers/slide_attn.py``); with global
+    tokens, whose rows read every key, 2 · seq_len · dim.
     """
 
     def __init__(
@@ -51,10 +49,21 @@ class LongformerAttention(nn.Module):
         seq_len: int,
         window: OddPositiveInt = 257,
         global_tokens: NonNegativeInt = 0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
+        require_for_causal("longformer", causal, "global_tokens", global_tokens, 0)
         self.window = window
         self.global_tokens = global_tokens
+        self.causal = causal
+
+    @staticmethod
+    def state_size(
+        *, seq_len: int, dim: int, window: int, global_tokens: int, causal: bool, **_: object
+    ) -> int:
+        require_for_causal("longformer", causal, "global_tokens", global_tokens, 0)
+        keys = seq_len if global_tokens else (window // 2 + 1 if causal else window)
+        return 2 * min(keys, seq_len) * dim
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
@@ -70,37 +79,14 @@ class LongformerAttention(nn.Module):
         return order, exists
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
-        """float32 q, k, v (B, H, N, D) and real (B, N) bool -> (B, H, N, D).
-
-        The queries are cut into chunks of c = max(⌊w/2⌋, 1) tokens and each chunk's scores are taken
-        against the c + 2w keys around it: memory O(N · (c + 2w)), entries outside the band get no
-        weight. Chunks of w/2 rather than w leave a fifth of the scores outside the band, not a third.
-        """
-        batch, heads, length, dim = q.shape
-        side = min(self.window // 2, length - 1)
-        chunk = max(side // 2, 1)
-        chunks = -(-length // chunk)
-        if self.global_tokens:
-            positions, exists = self.global_positions(real)
-            real_band = real.scatter(1, positions, False)  # global keys enter once, as keys of their own
-        else:
-            real_band = real
-
-        # the queries in chunks of c: (B, H, chunks, c, D)
-        queries = F.pad(q, (0, 0, 0, chunks * chunk - length)).view(batch, heads, chunks, chunk, dim)
-        keys = band_windows(k, side, chunk, chunks)  # (B, H, chunks, c + 2w, D)
-        values = band_windows(v, side, chunk, chunks)  # (B, H, chunks, c + 2w, D)
-        # (B, chunks, c + 2w): whether each window slot holds a real, non-global key
-        key_ok = band_windows(real_band[:, :, None].float(), side, chunk, chunks).squeeze(-1) > 0
-        slots = torch.arange(chunk + 2 * side, device=q.device)
-        offset = slots[None, :] - torch.arange(chunk, device=q.device)[:, None]
-        in_band = (offset >= 0) & (offset <= 2 * side)  # (c, c + 2w): key within w of the query
-        allowed = in_band & key_ok[:, None, :, None, :]  # (B, 1, chunks, c, c + 2w)
-        scores = (queries @ keys.transpose(-1, -2)) * dim**-0.5  # (B, H, chunks, c, c + 2w)
-        scores = scores.masked_fill_(~allowed, PAD_SCORE)  # in place: nothing saved the product
+        """float32 q, k, v (B, H, N, D) and real (B, N) bool -> (B, H, N, D): the band of
+        ``attention_zoo.band`` (memory O(N · window)), then the global tokens."""
         if not self.global_tokens:
-            out = torch.softmax(scores, dim=-1) @ values
-            return out.reshape(batch, heads, chunks * chunk, dim)[:, :, :length]
+            return band_attention(q, k, v, real, self.window // 2, causal=self.causal)
+        batch, heads, length, dim = q.shape
+        positions, exists = self.global_positions(real)
+        real_band = real.scatter(1, positions, False)  # global keys enter once, as keys of their own
+        queries, scores, values, _ = band_scores(q, k, v, real_band, self.window // 2)
 
         index = positions[:, None, :, None].expand(-1, heads, -1, dim)  # (B, H, g, D)
         global_keys, global_values = k.gather(2, index), v.gather(2, index)  # (B, H, g, D)
@@ -111,7 +97,7 @@ class LongformerAttention(nn.Module):
         band_weights, global_weights = weights.split([scores.shape[-1], global_scores.shape[-1]], dim=-1)
         # the band's part plus the global keys' part: (B, H, chunks, c, D)
         out = band_weights @ values + torch.einsum("bhscg,bhgd->bhscd", global_weights, global_values)
-        out = out.reshape(batch, heads, chunks * chunk, dim)[:, :, :length]
+        out = unchunk(out, length)  # (B, H, N, D)
         # the global tokens' own rows: attention over every real key
         bias = key_padding_bias(real, q.dtype)
         return out.scatter(2, index, F.scaled_dot_product_attention(q.gather(2, index), k, v, attn_mask=bias))

@@ -16,7 +16,8 @@ does (Zhu et al. 2024, ``if_devide_out``). Averaging keeps the output at the sca
 one-directional block. Padding: padded positions are zeroed before the convolution and get Δ = 0, a
 step that leaves the state as it is, so they reach no real position in either direction; the reversed
 sequence then starts with its padding, which passes the zero state on unchanged, and so equals each
-sequence reversed within its own length.
+sequence reversed within its own length. Causal: the one-directional block, the authors' own;
+``causal=True`` needs ``bidirectional=false`` (a line naming the option, not a silent override).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.causality import require_for_causal
 from attention_zoo.registry import PositiveFloat, PositiveInt, Probability, register_mixer
 from attention_zoo.scan import selective_scan
 
@@ -81,9 +83,14 @@ class SelectiveSSM(nn.Module):
         return y + h.float() * self.D
 
 
-@register_mixer("mamba", budget_option="d_state")
+@register_mixer("mamba", budget_option="d_state", causal=True)
 class Mamba(nn.Module):
-    """The Mamba block as a mixer (module docstring): x (B, L, dim), mask (B, L) or None -> (B, L, dim)."""
+    """The Mamba block as a mixer (module docstring): x (B, L, dim), mask (B, L) or None -> (B, L, dim).
+
+    State size: the SSM state, d_state per inner channel and direction, d_state · expand · dim ·
+    (2 if bidirectional else 1), whatever the length; the d_conv − 1 inputs the short convolution
+    keeps are not counted (as Zoology counts Mamba's, ``zoology/mixers/mamba.py``).
+    """
 
     def __init__(
         self,
@@ -99,10 +106,12 @@ class Mamba(nn.Module):
         bidirectional: bool = True,
         dropout: Probability = 0.0,
         scan_chunk: PositiveInt | None = None,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         if dt_min > dt_max:
             raise ValueError(f"attention 'mamba': dt_min ({dt_min}) must be at most dt_max ({dt_max})")
+        require_for_causal("mamba", causal, "bidirectional", bidirectional, False)
         channels = expand * dim
         rank = math.ceil(dim / 16) if dt_rank is None else dt_rank
         self.in_proj = nn.Linear(dim, 2 * channels, bias=False)
@@ -110,6 +119,13 @@ class Mamba(nn.Module):
         self.directions = nn.ModuleList(SelectiveSSM(*ssm) for _ in range(2 if bidirectional else 1))
         self.out_proj = nn.Linear(channels, dim, bias=False)
         self.dropout = nn.Dropout(dropout)
+
+    @staticmethod
+    def state_size(
+        *, dim: int, d_state: int, expand: int, bidirectional: bool, causal: bool, **_: object
+    ) -> int:
+        require_for_causal("mamba", causal, "bidirectional", bidirectional, False)
+        return d_state * expand * dim * (2 if bidirectional else 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         u, z = self.in_proj(x).chunk(2, dim=-1)  # (B, L, E) each

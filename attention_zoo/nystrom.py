@@ -20,7 +20,7 @@ from attention_zoo.pinv import iterative_pinv
 from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
 
 
-@register_attention("nystrom", approximates="standard", budget_option="num_landmarks")
+@register_attention("nystrom", approximates="standard", budget_option="num_landmarks", rope=True)
 class NystromAttention(nn.Module):
     """Nyström approximation of softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D).
 
@@ -39,6 +39,12 @@ class NystromAttention(nn.Module):
 
     No ``attention_dropout``: Nyström never forms the (N × N) attention matrix that ``standard``
     drops entries of, only its factors F̃, Ã⁺, B̃, and the authors' ``NystromAttention`` drops none.
+
+    No causal form: every landmark averages a segment, later positions included.
+
+    State size: the m = min(num_landmarks, seq_len) landmark keys K̃ and the m rows of Ã⁺ B̃ V that
+    every query reads, 2 · m · dim; the convolution skip's window of V is not counted (short
+    convolutions are not, as Zoology counts Mamba's).
     """
 
     def __init__(
@@ -67,6 +73,10 @@ class NystromAttention(nn.Module):
                 bias=False,
             )
         )
+
+    @staticmethod
+    def state_size(*, seq_len: int, dim: int, num_landmarks: int, **_: object) -> int:
+        return 2 * min(num_landmarks, seq_len) * dim
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None

@@ -6,6 +6,10 @@ The softmax kernel exp(qᵀk/√d) = E_w[φ(x)ᵀφ(y)] with x = q·d^(-1/4), y 
 
 so attention becomes linear in the length: out = φ(Q)(φ(K)ᵀV) / (φ(Q)(φ(K)ᵀ1)). The features are
 shared by all heads and held in a buffer; ``redraw_features()`` draws new ones.
+
+Causal (unidirectional FAVOR+ by prefix sums, Choromanski et al. 2021; Katharopoulos et al. 2020): the
+sums over keys become prefix sums, out_i = φ(q_i)ᵀ Σ_{j<=i} φ(k_j)v_jᵀ / φ(q_i)ᵀ Σ_{j<=i} φ(k_j),
+computed by chunks (``causal_ratio``).
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.causality import require_for_causal
 from attention_zoo.masking import check_inputs
 from attention_zoo.registry import NonNegativeFloat, PositiveInt, register_attention
+
+CAUSAL_CHUNK = 64  # positions per chunk of the causal prefix sums (memory and speed, not results)
 
 
 def orthogonal_gaussian_features(
@@ -38,7 +46,7 @@ def orthogonal_gaussian_features(
     return directions * norms
 
 
-@register_attention("performer", approximates="standard", budget_option="num_features")
+@register_attention("performer", approximates="standard", budget_option="num_features", causal=True)
 class PerformerAttention(nn.Module):
     """FAVOR+ softmax attention. q, k, v: (B, H, N, D) -> (B, H, N, D); float32 inside.
 
@@ -66,6 +74,18 @@ class PerformerAttention(nn.Module):
 
     No ``attention_dropout``: FAVOR+ never forms an attention matrix, only the features φ(Q), φ(K)
     (nor does the authors' ``FastAttention`` drop anything).
+
+    ``causal=True`` needs ``feature_epsilon=0``: ε is the non-causal LRA wrappers' constant, added
+    after their one stabiliser per batch, which the causal form replaces by one per position.
+
+    State size: the m × D matrix φ(K)ᵀV and the m-vector φ(K)ᵀ1 of each head, num_features ·
+    (dim + num_heads): the recurrent state of the causal form (Zoology counts linear attention's
+    the same way, ``zoology/mixers/based.py``).
+    No rotary positions (``attention_zoo.rotary``): FAVOR+ never forms q·k. Its features φ(q), φ(k)
+    depend on each vector's orientation against the drawn ω, not only on dot products between q and
+    k. Shifting every position turns all of q and k by one common rotation, which leaves every q·k as
+    it is but, for given features, changes the output: the relative-position property holds only in
+    expectation over the features. (RoFormer §3.3 rotates φ(q) and φ(k) instead, a different method.)
     """
 
     def __init__(
@@ -77,13 +97,23 @@ class PerformerAttention(nn.Module):
         num_features: PositiveInt = 256,
         temperature: Literal["sqrt_d", "d"] = "sqrt_d",
         feature_epsilon: NonNegativeFloat = 0.0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
+        require_for_causal("performer", causal, "feature_epsilon", feature_epsilon, 0.0)
+        self.causal = causal
         self.head_dim = head_dim
         self.num_features = num_features
         self.input_scale = head_dim ** (-0.25 if temperature == "sqrt_d" else -0.5)
         self.feature_epsilon = feature_epsilon
         self.register_buffer("features", orthogonal_gaussian_features(num_features, head_dim))
+
+    @staticmethod
+    def state_size(
+        *, num_features: int, dim: int, num_heads: int, causal: bool, feature_epsilon: float, **_: object
+    ) -> int:
+        require_for_causal("performer", causal, "feature_epsilon", feature_epsilon, 0.0)
+        return num_features * (dim + num_heads)
 
     @torch.no_grad()
     def redraw_features(self) -> None:
@@ -122,6 +152,8 @@ class PerformerAttention(nn.Module):
             k_exp = self._exponents(k)  # (B, H, N, m)
             if mask is not None:
                 k_exp.masked_fill_(~mask[:, None, :, None], float("-inf"))
+            if self.causal:
+                return causal_ratio(phi_q, k_exp, v.float()).to(q.dtype)
             stabiliser = k_exp.detach().amax(dim=(-2, -1), keepdim=True)  # (B, H, 1, 1), real keys only
             stabiliser = stabiliser.nan_to_num(neginf=0.0)  # a fully padded sequence has no real key
             phi_k = k_exp.sub_(stabiliser).exp_()  # (B, H, N, m), exactly 0 at padded keys
@@ -136,3 +168,47 @@ class PerformerAttention(nn.Module):
             numerator, denominator = ratio[..., :-1], ratio[..., -1:]  # (B, H, N, D), (B, H, N, 1)
             out = numerator / denominator.clamp_min(torch.finfo(torch.float32).tiny)
         return out.to(q.dtype)
+
+
+def causal_ratio(phi_q: torch.Tensor, k_exp: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """out_i = Σ_{j<=i} (φ_q,i · φ_k,j) v_j / Σ_{j<=i} φ_q,i · φ_k,j, float32.
+
+    phi_q: (B, H, N, m) query features; k_exp: (B, H, N, m) key exponents, −inf at padded keys;
+    v: (B, H, N, D) -> (B, H, N, D).
+
+    Each key's features are stabilised by M_j, the largest exponent of the keys up to j (a running
+    maximum, so it depends on no later key), and every sum for query i is taken in units of
+    exp(−M_i), which cancel in the ratio: key j enters with exp(k_exp,j − M_j) · exp(M_j − M_i), both
+    factors at most 1. Within a chunk of ``CAUSAL_CHUNK`` positions this is a masked (c × c)
+    product; across chunks the state Σ φ_k vᵀ of the chunks before is carried as a sum over chunks
+    with the same decays: memory O(N·c + (N/c)·m·D), never an (N × m × D) tensor of prefix states.
+    """
+    batch, heads, length, features = k_exp.shape
+    chunk = min(CAUSAL_CHUNK, length)
+    chunks = -(-length // chunk)
+    pad = chunks * chunk - length
+    with torch.no_grad():  # the stabilisers cancel: no gradient through them
+        running = k_exp.amax(-1).cummax(-1).values.nan_to_num(neginf=0.0)  # M: (B, H, N)
+        running = F.pad(running, (0, pad), value=0.0).view(batch, heads, chunks, chunk)  # (B, H, C, c)
+        ends = running[..., -1]  # M at each chunk's last position: (B, H, C)
+        before = torch.cat([ends[..., :1], ends[..., :-1]], dim=-1)  # the previous chunk's: (B, H, C)
+        within = torch.ones(chunk, chunk, dtype=torch.bool, device=k_exp.device).tril()  # j <= i
+        decay = (running[..., None, :] - running[..., :, None]).clamp_max(0).exp() * within  # (B, H, C, c, c)
+        to_end = (running - ends[..., None]).clamp_max(0).exp()  # exp(M_j − M_end): (B, H, C, c)
+        earlier = torch.ones(chunks, chunks, dtype=torch.bool, device=k_exp.device).tril(-1)  # c' < c
+        carry = (ends[..., None, :] - before[..., :, None]).clamp_max(0).exp() * earlier  # (B, H, C, C)
+        from_before = (before[..., None] - running).clamp_max(0).exp()[..., None]  # (B, H, C, c, 1)
+
+    def chunked(x: torch.Tensor) -> torch.Tensor:  # (B, H, N, F) -> (B, H, C, c, F), zero after N
+        return F.pad(x, (0, 0, 0, pad)).view(batch, heads, chunks, chunk, -1)
+
+    psi = chunked((k_exp - running.flatten(2)[..., :length, None]).exp())  # (B, H, C, c, m), ≤ 1
+    queries = chunked(phi_q)  # (B, H, C, c, m)
+    values = chunked(torch.cat([v, torch.ones_like(v[..., :1])], dim=-1))  # [V | 1]: (B, H, C, c, D + 1)
+    ratio = (queries @ psi.transpose(-1, -2) * decay) @ values  # within the chunk: (B, H, C, c, D + 1)
+    totals = (psi * to_end[..., None]).transpose(-1, -2) @ values  # each chunk's sum: (B, H, C, m, D + 1)
+    state = torch.einsum("bhcC,bhCmf->bhcmf", carry, totals)  # the chunks before: (B, H, C, m, D + 1)
+    ratio = ratio + (queries @ state) * from_before  # (B, H, C, c, D + 1)
+    ratio = ratio.view(batch, heads, chunks * chunk, -1)[:, :, :length]
+    numerator, denominator = ratio[..., :-1], ratio[..., -1:]  # (B, H, N, D), (B, H, N, 1)
+    return numerator / denominator.clamp_min(torch.finfo(torch.float32).tiny)

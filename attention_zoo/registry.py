@@ -9,6 +9,10 @@ options, defaults and annotations from the constructor's signature, so each is s
 and ``build_attention`` validates every value against its annotation before the core or mixer is
 built (the option types are listed above ``PositiveInt``). ``OptionType`` is the one validator of
 the project: the harness checks its own config keys with it too (``lra.checks``).
+
+The causal mode is, like the shapes, the model's to give, not an option: an entry registered with
+``causal=True`` takes a keyword-only ``causal: bool = False`` and with ``causal=True`` lets no position
+see a later one; ``build_attention(..., causal=True)`` refuses every other entry in one line.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from torch import nn
 CORE_SHAPES = ("head_dim", "num_heads", "seq_len")
 MIXER_SHAPES = ("dim", "seq_len")
 SHAPE_ARGUMENTS = ("dim", "head_dim", "num_heads", "seq_len")  # every shape a model passes
+MODEL_ARGUMENTS = (*SHAPE_ARGUMENTS, "causal")  # what the model passes: never an option
 NOUNS = {int: "integer", float: "number", bool: "boolean (true or false)", str: "string"}
 
 
@@ -173,6 +178,10 @@ class AttentionSpec:
         budget_option: the option that a shared ``features`` budget sets (landmarks, projection
             dimension, random features, state size), or None when it has no such size.
         mixer: True for a mixer (it replaces multi-head attention), False for a core.
+        causal: whether it has a causal form (``build_attention(..., causal=True)``).
+        rope: whether the core takes rotary positions on q and k (``attention_zoo.rotary``): declared
+            by a core whose output depends on q and k only through their dot products, so that rotating
+            both makes it a function of relative positions. Never for a mixer.
     """
 
     name: str
@@ -182,6 +191,8 @@ class AttentionSpec:
     approximates: str | None
     budget_option: str | None
     mixer: bool = False
+    causal: bool = False
+    rope: bool = False
 
     @property
     def shapes(self) -> tuple[str, ...]:
@@ -209,9 +220,15 @@ _REGISTRY: dict[str, AttentionSpec] = {}
 
 
 def register(
-    name: str, shapes: tuple[str, ...], approximates: str | None, budget_option: str | None
+    name: str,
+    shapes: tuple[str, ...],
+    approximates: str | None,
+    budget_option: str | None,
+    causal: bool,
+    rope: bool = False,
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
-    """The class decorator of ``register_attention`` (``shapes``: ``CORE_SHAPES``) and ``register_mixer``."""
+    """The class decorator of ``register_attention`` (``shapes``: ``CORE_SHAPES``) and ``register_mixer``.
+    ``causal``: the constructor takes a keyword-only ``causal``, and only then."""
 
     def decorate(cls: type[nn.Module]) -> type[nn.Module]:
         if name in _REGISTRY:
@@ -220,11 +237,14 @@ def register(
         missing = [arg for arg in shapes if arg not in params]
         if missing:
             raise TypeError(f"{cls.__name__}.__init__ must accept {missing}")
+        if causal != ("causal" in params):
+            flag = "registered with causal=True" if causal else "registered without causal=True"
+            raise TypeError(f"{cls.__name__} is {flag}: its __init__ takes `causal` exactly when flagged")
         hints = typing.get_type_hints(cls.__init__, include_extras=True)
         options = {
             p.name: p.default
             for p in params.values()
-            if p.name != "self" and p.name not in SHAPE_ARGUMENTS and p.kind is p.KEYWORD_ONLY
+            if p.name != "self" and p.name not in MODEL_ARGUMENTS and p.kind is p.KEYWORD_ONLY
         }
         unannotated = [option for option in options if option not in hints]
         if unannotated:
@@ -233,26 +253,35 @@ def register(
         if budget_option is not None and budget_option not in options:
             raise TypeError(f"{cls.__name__}: budget option {budget_option!r} is not one of its options")
         mixer = shapes == MIXER_SHAPES
-        _REGISTRY[name] = AttentionSpec(name, cls, options, types_, approximates, budget_option, mixer)
+        _REGISTRY[name] = AttentionSpec(
+            name, cls, options, types_, approximates, budget_option, mixer, causal, rope
+        )
         return cls
 
     return decorate
 
 
 def register_attention(
-    name: str, *, approximates: str | None = None, budget_option: str | None = None
+    name: str,
+    *,
+    approximates: str | None = None,
+    budget_option: str | None = None,
+    causal: bool = False,
+    rope: bool = False,
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
-    """Class decorator that adds a core to the registry under ``name``."""
-    return register(name, CORE_SHAPES, approximates, budget_option)
+    """Class decorator that adds a core to the registry under ``name``; ``causal=True`` declares its
+    causal form (its constructor then takes ``causal: bool = False``), ``rope=True`` that it takes
+    rotary positions (``AttentionSpec.rope``)."""
+    return register(name, CORE_SHAPES, approximates, budget_option, causal, rope)
 
 
 def register_mixer(
-    name: str, *, budget_option: str | None = None
+    name: str, *, budget_option: str | None = None, causal: bool = False
 ) -> Callable[[type[nn.Module]], type[nn.Module]]:
     """Class decorator that adds a mixer to the registry under ``name``: its constructor takes ``dim``
     and ``seq_len`` (keyword-only) and its options; ``forward(x, mask)`` maps (batch, seq, dim) and a
-    (batch, seq) bool mask (True = real token) or None to (batch, seq, dim)."""
-    return register(name, MIXER_SHAPES, None, budget_option)
+    (batch, seq) bool mask (True = real token) or None to (batch, seq, dim). ``causal`` as for cores."""
+    return register(name, MIXER_SHAPES, None, budget_option, causal)
 
 
 def available() -> list[str]:
@@ -268,12 +297,32 @@ def spec(name: str) -> AttentionSpec:
         raise ValueError(f"unknown attention {name!r}; valid names: {', '.join(available())}") from None
 
 
+def supports_causal(name: str) -> bool:
+    """Whether ``name`` has a causal form, without building it; a ``ValueError`` if ``name`` is unknown."""
+    return spec(name).causal
+
+
+def checked_causal(entry: AttentionSpec, causal: Any) -> dict[str, bool]:
+    """The ``causal`` argument for ``entry``'s constructor: {} when False (so the non-causal path is
+    the constructor's own default), ``{"causal": True}`` when its entry has a causal form, else one
+    ``ValueError`` line naming it and listing those that have one."""
+    if not isinstance(causal, bool):
+        raise ValueError(
+            f"attention {entry.name!r}: causal must be {OptionType(bool).describe()}, got {causal!r}"
+        )
+    if causal and not entry.causal:
+        names = ", ".join(name for name, other in _REGISTRY.items() if other.causal)
+        raise ValueError(f"attention {entry.name!r} has no causal form; the causal mode works with: {names}")
+    return {"causal": True} if causal else {}
+
+
 def build_attention(
     name: str,
     head_dim: int = 32,
     num_heads: int = 2,
     seq_len: int = 1024,
     dim: int | None = None,
+    causal: bool = False,
     **options: Any,
 ) -> nn.Module:
     """Build the core or mixer ``name`` from the model's shapes and its options.
@@ -281,18 +330,26 @@ def build_attention(
     A core: ``core(q, k, v, mask) -> out``, q, k, v and out (batch, heads, seq, head_dim). A mixer
     (built from ``dim``, the model width, default ``head_dim * num_heads``, and ``seq_len``):
     ``mixer(x, mask) -> out``, x and out (batch, seq, dim). mask: (batch, seq) bool, True = real
-    token, or None. Unknown names or options, and values their annotation rejects, raise ``ValueError``.
+    token, or None. ``causal``: output position t depends on positions <= t only (``supports_causal``).
+    Unknown names or options, values their annotation rejects, and ``causal=True`` for an entry
+    without a causal form raise ``ValueError``.
     """
     entry = spec(name)
     shapes = {"dim": head_dim * num_heads if dim is None else dim, "head_dim": head_dim}
     shapes |= {"num_heads": num_heads, "seq_len": seq_len}
     arguments = entry.checked({**{shape: shapes[shape] for shape in entry.shapes}, **options})
-    return entry.cls(**arguments)
+    return entry.cls(**arguments, **checked_causal(entry, causal))
+
+
+def spec_of(module: nn.Module) -> AttentionSpec | None:
+    """The registry entry whose class ``module`` is an instance of (exactly), or None."""
+    return next((entry for entry in _REGISTRY.values() if type(module) is entry.cls), None)
 
 
 def is_mixer(module: nn.Module) -> bool:
     """Whether ``module`` is a registered mixer (it replaces multi-head attention), not a core."""
-    return any(entry.mixer and type(module) is entry.cls for entry in _REGISTRY.values())
+    entry = spec_of(module)
+    return entry is not None and entry.mixer
 
 
 def tie_layers(cores: Sequence[nn.Module]) -> None:

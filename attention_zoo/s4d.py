@@ -15,12 +15,22 @@ repository's ``fftconv.py`` does (channels are summed, not split): ``y_t = Σ_{s
 Σ_{s>t} K'_{s-t-1} u_s`` (the reverse kernel starts one step ahead, as theirs does, so the D skip
 alone carries ``u_t``). Padded positions are zeroed before the convolution, so they reach no real
 position from either side; the reverse direction then equals the SSM run over each sequence reversed
-within its own length.
+within its own length. Causal: the one-directional SSM, y_t from u_s, s <= t only; ``causal=True``
+needs ``bidirectional=false`` (a line naming the option, not a silent override of the config).
+
+``shared_directions`` (with ``bidirectional``): the two directions share dt and A and differ in C
+only, as in the S4 repository's ``FFTConv(bidirectional=True)``, whose kernel has two output channels
+(``kernels/fftconv.py``, ``kernels/ssm.py``); by default each direction is an SSM of its own.
 
 ``A`` and ``dt`` are trained at their own learning rate ``lr`` (``dt`` at ``dt_lr`` when it is set:
 the S4 repository's ``lr: {dt: ..., A: ...}``) without weight decay, declared on the parameters as
-``_optim`` (the S4 repository's convention, read by ``lra.module``); C and D are ordinary
-parameters, as in s4d.py.
+``_optim`` (the S4 repository's convention, read by ``lra.module``). C is an ordinary parameter, as in
+s4d.py, unless ``c_lr`` is set: then it trains at that rate with the run's weight decay, as the S4
+repository's diagonal kernel registers it (``kernels/ssm.py`` ``SSMKernelDiag``: ``lr_dict['C']``, no
+``wd``). D is an ordinary parameter.
+
+``conv_dropout``: elementwise dropout on the convolution plus the D skip, before the GELU (the
+``nn.Dropout`` of the S4 repository's ``FFTConv``); ``dropout``: whole channels after the GELU.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_zoo.causality import require_for_causal
 from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
 
 
@@ -66,7 +77,8 @@ def declare_optim(parameter: nn.Parameter, lr: float | None) -> None:
 
 
 class S4DKernel(nn.Module):
-    """The convolution kernels of ``channels`` diagonal SSMs: forward(L) -> (channels, L)."""
+    """The convolution kernels of ``channels`` diagonal SSMs, ``outputs`` C (read-outs) each:
+    forward(L) -> (outputs · channels, L), the first ``channels`` rows from the first C."""
 
     def __init__(
         self,
@@ -77,29 +89,35 @@ class S4DKernel(nn.Module):
         dt_max: float,
         lr: float | None,
         dt_lr: float | None = None,
+        c_lr: float | None = None,
+        outputs: int = 1,
     ) -> None:
         super().__init__()
+        self.outputs = outputs
         modes = d_state // 2
         log_dt = torch.rand(channels) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)  # (H,)
         n = torch.arange(modes, dtype=torch.float32).expand(channels, modes)  # (H, N/2)
         A_imag = math.pi * n if init == "lin" else d_state / math.pi * (d_state / (2 * n + 1) - 1)
         self.C = nn.Parameter(
-            torch.view_as_real(torch.randn(channels, modes, dtype=torch.cfloat))
-        )  # (H, N/2, 2)
+            torch.view_as_real(torch.randn(outputs * channels, modes, dtype=torch.cfloat))
+        )  # (S·H, N/2, 2)
         self.log_dt = nn.Parameter(log_dt)
         self.log_A_real = nn.Parameter(torch.full((channels, modes), math.log(0.5)))  # (H, N/2)
         self.A_imag = nn.Parameter(A_imag.clone())  # (H, N/2)
         declare_optim(self.log_dt, lr if dt_lr is None else dt_lr)
         for parameter in (self.log_A_real, self.A_imag):
             declare_optim(parameter, lr)
+        if c_lr is not None:
+            self.C._optim = {"lr": c_lr}  # the run's weight decay
 
     def forward(self, length: int) -> torch.Tensor:
         dt = torch.exp(self.log_dt)  # (H,)
-        C = torch.view_as_complex(self.C)  # (H, N/2)
+        C = torch.view_as_complex(self.C)  # (S·H, N/2)
         A = -torch.exp(self.log_A_real) + 1j * self.A_imag  # (H, N/2)
         dtA = A * dt[:, None]  # (H, N/2)
-        C = C * (torch.exp(dtA) - 1.0) / A  # ZOH: C·B̄ with B = 1, (H, N/2)
-        return vandermonde(C, dtA, length)  # (H, L)
+        A, dtA = A.repeat(self.outputs, 1), dtA.repeat(self.outputs, 1)  # (S·H, N/2): each C's SSM
+        C = C * (torch.exp(dtA) - 1.0) / A  # ZOH: C·B̄ with B = 1, (S·H, N/2)
+        return vandermonde(C, dtA, length)  # (S·H, L)
 
 
 class TiedDropout(nn.Module):
@@ -116,9 +134,14 @@ class TiedDropout(nn.Module):
         return x * keep / (1 - self.p)
 
 
-@register_mixer("s4d", budget_option="d_state")
+@register_mixer("s4d", budget_option="d_state", causal=True)
 class S4D(nn.Module):
-    """S4D as a mixer (module docstring): x (B, L, dim), mask (B, L) bool or None -> (B, L, dim)."""
+    """S4D as a mixer (module docstring): x (B, L, dim), mask (B, L) bool or None -> (B, L, dim).
+
+    State size: d_state real numbers (d_state / 2 complex modes) per channel and direction,
+    d_state · dim · (2 if bidirectional else 1), whatever the length (Zoology's H3 counts its SSM's
+    the same way, ``zoology/mixers/h3/h3.py``).
+    """
 
     def __init__(
         self,
@@ -133,16 +156,29 @@ class S4D(nn.Module):
         dt_lr: PositiveFloat | None = None,
         bidirectional: bool = True,
         dropout: Probability = 0.0,
+        c_lr: PositiveFloat | None = None,
+        shared_directions: bool = False,
+        conv_dropout: Probability = 0.0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         if dt_min > dt_max:
             raise ValueError(f"attention 's4d': dt_min ({dt_min}) must be at most dt_max ({dt_max})")
+        require_for_causal("s4d", causal, "bidirectional", bidirectional, False)
         self.dim = dim
         self.bidirectional = bidirectional
         self.D = nn.Parameter(torch.randn(dim))
-        self.kernel = S4DKernel((2 if bidirectional else 1) * dim, d_state, init, dt_min, dt_max, lr, dt_lr)
+        directions = 2 if bidirectional else 1
+        ssms, outputs = (1, directions) if shared_directions else (directions, 1)  # per channel
+        self.kernel = S4DKernel(ssms * dim, d_state, init, dt_min, dt_max, lr, dt_lr, c_lr, outputs)
+        self.conv_dropout = nn.Dropout(conv_dropout) if conv_dropout > 0 else nn.Identity()
         self.dropout = TiedDropout(dropout)
         self.output_linear = nn.Conv1d(dim, 2 * dim, kernel_size=1)
+
+    @staticmethod
+    def state_size(*, dim: int, d_state: int, bidirectional: bool, causal: bool, **_: object) -> int:
+        require_for_causal("s4d", causal, "bidirectional", bidirectional, False)
+        return d_state * dim * (2 if bidirectional else 1)
 
     def convolution_kernel(self, length: int) -> torch.Tensor:
         """The kernel over lags 0..L-1, then (bidirectional) lags -L..-1: (dim, L) or (dim, 2L)."""
@@ -162,6 +198,6 @@ class S4D(nn.Module):
         u_f = torch.fft.rfft(u, n=2 * length)  # (B, dim, L + 1)
         y = torch.fft.irfft(u_f * k_f, n=2 * length)[..., :length]  # (B, dim, L)
         y = y + u * self.D[:, None]  # the D skip
-        y = self.dropout(F.gelu(y))  # (B, dim, L)
+        y = self.dropout(F.gelu(self.conv_dropout(y)))  # (B, dim, L)
         y = F.glu(self.output_linear(y), dim=-2)  # (B, dim, L)
         return y.transpose(1, 2)  # (B, L, dim)

@@ -37,7 +37,7 @@ def sample_landmark_rows(mask: torch.Tensor, count: int) -> tuple[torch.Tensor, 
     return index, top >= 0
 
 
-@register_attention("skyformer", approximates="kernelized", budget_option="num_landmarks")
+@register_attention("skyformer", approximates="kernelized", budget_option="num_landmarks", rope=True)
 class SkyformerAttention(nn.Module):
     """Modified-Nyström approximation of ``kernelized``. q, k, v: (B, H, N, D) -> (B, H, N, D).
 
@@ -54,6 +54,11 @@ class SkyformerAttention(nn.Module):
 
     No ``attention_dropout``: the kernel matrix that ``kernelized`` drops entries of exists here
     only as its Nyström factors (N × m, m × m, m × N), and the authors' ``Skyformer`` drops none.
+
+    No causal form: the landmarks are sampled from the rows of every position.
+
+    State size: the m = min(num_landmarks, 2 · seq_len) landmark rows XS and the m rows of
+    M⁺ κ(XS, K̂) V that every query reads, 2 · m · dim.
     """
 
     def __init__(
@@ -71,6 +76,10 @@ class SkyformerAttention(nn.Module):
         self.num_landmarks = num_landmarks
         self.pinv_iterations = pinv_iterations
         self.ridge = ridge
+
+    @staticmethod
+    def state_size(*, seq_len: int, dim: int, num_landmarks: int, **_: object) -> int:
+        return 2 * min(num_landmarks, 2 * seq_len) * dim
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None

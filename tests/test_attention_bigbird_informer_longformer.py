@@ -8,11 +8,11 @@ pattern covers everything. The shared properties live in test_attention_properti
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pytest
 import torch
 from conftest import compose_config
+from helpers.dense_attention import assert_matches, masked_softmax_attention
 
 import attention_zoo
 
@@ -30,29 +30,6 @@ def make_inputs(lengths: list[int], seq: int, seed: int = 0) -> tuple[torch.Tens
 def build(name: str, seq: int, **options):
     torch.manual_seed(0)
     return attention_zoo.build_attention(name, head_dim=HEAD_DIM, num_heads=HEADS, seq_len=seq, **options)
-
-
-def masked_softmax_attention(q, k, v, allowed: torch.Tensor) -> torch.Tensor:
-    """softmax(QKᵀ/√d) V with weight only where ``allowed`` (broadcast to (B, H, N, N)); a row with
-    nothing allowed (a padded query) is a finite average instead of NaN."""
-    scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    return torch.softmax(scores.masked_fill(~allowed, torch.finfo(q.dtype).min), dim=-1) @ v
-
-
-def assert_matches(core: Callable[..., torch.Tensor], reference: Callable[..., torch.Tensor], inputs, mask):
-    """Value and gradient of q, k, v at real positions agree to a relative 1e-5 (an absolute 1e-9 where
-    the gradient is zero: a window of one token gives q and k none)."""
-    real = mask[:, None, :, None]
-    weight = torch.randn(inputs[0].shape, generator=torch.Generator().manual_seed(7))
-    results = []
-    for function, dtype in ((core, torch.float32), (reference, torch.float64)):
-        leaves = [x.detach().to(dtype).requires_grad_(True) for x in inputs]
-        out = function(*leaves) * real
-        (out * weight.to(dtype)).sum().backward()
-        results.append([out.double(), *(leaf.grad.double() for leaf in leaves)])
-    for label, ours, theirs in zip(("out", "dq", "dk", "dv"), *results, strict=True):
-        error = (ours - theirs).norm()
-        assert error <= 1e-5 * theirs.norm() + 1e-9, f"{label}: error {error:.2e}, norm {theirs.norm():.2e}"
 
 
 def assert_exact_softmax(core, q, k, v, mask):

@@ -29,6 +29,8 @@ VARIANTS = [
     ("bigbird", {"block_size": 8, "redraw_random_blocks": True}),
     ("longformer", {"window": 9}),
     ("longformer", {"window": 9, "global_tokens": 3}),
+    ("window", {"window": 9}),
+    ("window", {"window": 8}),
     ("informer", {"num_features": 8}),
 ]
 VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in options.items()) for name, options in VARIANTS]

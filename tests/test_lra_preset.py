@@ -7,11 +7,10 @@ restated; then the preset trains on the tiny sets.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from conftest import compose_config, smoke_overrides
+from helpers.lra_step import FLAX_ADAM, FlaxAdam, lra_rate
 from helpers.records import model_of
 from omegaconf import OmegaConf
 
@@ -106,15 +105,6 @@ def test_bad_lra_options_are_one_line(override, message):
         model_of(cfg)
 
 
-def lra_learning_rate(factors: str, step: int, base: float, warmup: int, steps_per_cycle: int = 0) -> float:
-    """utils/train_utils.py's create_learning_rate_scheduler, restated for two of its factor strings."""
-    rate = base * min(1.0, step / warmup)  # constant * linear_warmup
-    if factors == "rsqrt_decay":
-        return rate / math.sqrt(max(step, warmup))
-    progress = max(0.0, (step - warmup) / steps_per_cycle)  # cosine_decay
-    return rate * max(0.0, 0.5 * (1.0 + math.cos(math.pi * (progress % 1.0))))
-
-
 def learning_rates(task: str, steps: list[int]) -> list[float]:
     """The harness's rate at each of ``steps`` under experiment=lra for ``task``."""
     cfg = compose_config(["experiment=lra", f"task={task}", "attention=standard"])
@@ -148,7 +138,7 @@ def learning_rates(task: str, steps: list[int]) -> list[float]:
     ],
 )
 def test_the_schedule_is_the_lra_factors(task, factors, base, warmup, cycle, steps):
-    expected = [lra_learning_rate(factors, step, base, warmup, cycle) for step in steps]
+    expected = [lra_rate(factors, step, base, warmup, cycle) for step in steps]
     assert learning_rates(task, steps) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
@@ -167,20 +157,18 @@ def test_adamw_is_flax_adam_with_its_weight_decay():
     start = torch.randn(5, dtype=torch.float64)
     grads = [torch.randn(5, dtype=torch.float64) for _ in range(6)]
     rates = [0.0, 1e-3, 2e-3, 1.5e-3, 1e-3, 5e-4]
-    beta1, beta2, eps, decay = 0.9, 0.98, 1e-9, 0.1
-    flax, m, v = start.clone(), torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)
-    for step, (grad, lr) in enumerate(zip(grads, rates, strict=True)):
-        m = beta1 * m + (1 - beta1) * grad
-        v = beta2 * v + (1 - beta2) * grad**2
-        m_hat, v_hat = m / (1 - beta1 ** (step + 1)), v / (1 - beta2 ** (step + 1))
-        flax = flax - lr * m_hat / (v_hat.sqrt() + eps) - lr * decay * flax
+    beta1, beta2, eps, decay = FLAX_ADAM["beta1"], FLAX_ADAM["beta2"], FLAX_ADAM["eps"], 0.1
+    flax = torch.nn.Parameter(start.clone())
+    flax_adam = FlaxAdam([flax], decay)
     param = torch.nn.Parameter(start.clone())
     optimizer = torch.optim.AdamW([param], lr=1.0, betas=(beta1, beta2), eps=eps, weight_decay=decay)
     for grad, lr in zip(grads, rates, strict=True):
+        flax.grad = grad
+        flax_adam.apply_gradient(lr)
         optimizer.param_groups[0]["lr"] = lr
         param.grad = grad
         optimizer.step()
-    torch.testing.assert_close(param.detach(), flax, rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(param.detach(), flax.detach(), rtol=1e-12, atol=1e-15)
 
 
 def test_the_preset_states_the_shared_elements():

@@ -29,8 +29,8 @@ STEPS, WARMUP, LR = 40, 10, 3e-3  # a learning rate large enough for the schedul
 RELATIVE_TOLERANCE = 1e-5
 
 
-def preset_config(data_root: Path, experiment: str, *extra: str):
-    """``experiment`` on the tiny ListOps set: 40 steps, dropout off, one evaluation at the end."""
+def preset_config(data_root: Path, experiment: str, *extra: str, task: str = "listops"):
+    """``experiment`` on the tiny set of ``task``: 40 steps, dropout off, one evaluation at the end."""
     overrides = [
         f"experiment={experiment}",
         f"trainer.max_steps={STEPS}",
@@ -41,7 +41,7 @@ def preset_config(data_root: Path, experiment: str, *extra: str):
         "protocol.attention_dropout=0.0",
         *extra,
     ]
-    return compose_config(smoke_overrides(data_root, "listops", "standard", *overrides))
+    return compose_config(smoke_overrides(data_root, task, "standard", *overrides))
 
 
 def reference_loop(model: nn.Module, batches: list, clip_value: float | None) -> list[float]:

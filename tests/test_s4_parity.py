@@ -3,11 +3,13 @@ as their backbone.
 
 Their step, re-stated here in plain PyTorch from state-spaces/s4 ``train.py`` and its configs:
 ``add_optimizer_hooks`` marks the backbone's biases and normalisation weights ``weight_decay 0``; the
-kernel registers dt and A with their own ``{lr, weight_decay 0}`` (dt with none when ``lr.dt`` is
-null); torch's AdamW (betas 0.9/0.999, its default eps 1e-8, weight decay 0.05) takes the unmarked
-parameters and one group per distinct mark; transformers' ``get_cosine_schedule_with_warmup`` is
-stepped after every optimizer step; no clipping. From the same initial weights and batches the
-harness must give the same training loss at every step.
+kernel registers dt and A with their own ``{lr, weight_decay 0}`` (dt with none when ``lr.dt`` is null),
+and C with ``{lr}`` alone where ``layer.lr`` is one float, as on Image (``SSMKernelDiag`` registers C
+with ``lr_dict['C']`` and no weight decay); torch's AdamW (betas 0.9/0.999, its default eps 1e-8, weight
+decay 0.05) takes the unmarked parameters and one group per distinct mark; transformers'
+``get_cosine_schedule_with_warmup`` is stepped after every optimizer step; no clipping. From the same
+initial weights and batches the harness must give the same training loss at every step, on ListOps
+(``lr`` a dict) and on Image (``lr`` a float; the dropouts off).
 """
 
 from __future__ import annotations
@@ -24,11 +26,19 @@ from lra.model.encoder import padding_mask
 
 WARMUP, LR, SSM_LR, WEIGHT_DECAY = 10, 1e-2, 1e-3, 0.05  # s4-listops.yaml's rates, a short warm-up
 RELATIVE_TOLERANCE = 1e-5
-DT, A = ("log_dt",), ("log_A_real", "A_imag")  # the names of the s4d mixer's SSM parameters
+SSM = {"weight_decay": 0.0, "lr": SSM_LR}
+# Their kernel's marks by the s4d mixer's parameter names: s4-listops.yaml's layer.lr {dt: null, A: 0.001,
+# B: 0.001} (dt at the run's rate, C unmarked); s4-cifar.yaml's layer.lr 0.001 (every key, C's too).
+THEIR_MARKS = {
+    "listops": {"log_dt": {"weight_decay": 0.0}, "log_A_real": SSM, "A_imag": SSM},
+    "image": {"log_dt": SSM, "log_A_real": SSM, "A_imag": SSM, "C": {"lr": SSM_LR}},
+}
+NO_DROPOUT = ("attention.dropout=0.0", "attention.conv_dropout=0.0", "model.mixer_dropout=0.0")
 
 
-def s4_config(data_root, *extra: str):
-    """``experiment=s4`` on the tiny ListOps set at a small size: 40 steps, one evaluation at the end."""
+def s4_config(data_root, *extra: str, task: str = "listops"):
+    """``experiment=s4`` on the tiny set of ``task`` at a small size, dropout off: 40 steps, one
+    evaluation at the end."""
     overrides = [
         "experiment=s4",
         f"trainer.max_steps={STEPS}",
@@ -36,12 +46,13 @@ def s4_config(data_root, *extra: str):
         f"task.eval_every={STEPS}",
         "model.dim=16",
         "model.depth=2",
+        *NO_DROPOUT,
         *extra,
     ]
-    return compose_config(smoke_overrides(data_root, "listops", "s4d", *overrides))
+    return compose_config(smoke_overrides(data_root, task, "s4d", *overrides))
 
 
-def their_groups(model: nn.Module) -> list[dict]:
+def their_groups(model: nn.Module, task: str) -> list[dict]:
     """AdamW's parameter groups as their ``configure_optimizers`` builds them (module docstring)."""
     marks: dict[nn.Parameter, dict] = {}
     for backbone in (model.encoder.blocks, model.encoder.norm):  # their self.model
@@ -50,11 +61,9 @@ def their_groups(model: nn.Module) -> list[dict]:
                 if name.endswith("bias") or isinstance(module, (nn.BatchNorm1d, nn.LayerNorm)):
                     marks[parameter] = {"weight_decay": 0.0}
     for name, parameter in model.named_parameters():
-        leaf = name.rsplit(".", 1)[-1]
-        if leaf in DT:  # lr.dt: null
-            marks[parameter] = {"weight_decay": 0.0}
-        if leaf in A:
-            marks[parameter] = {"lr": SSM_LR, "weight_decay": 0.0}
+        mark = THEIR_MARKS[task].get(name.rsplit(".", 1)[-1])
+        if mark is not None:
+            marks[parameter] = mark
     groups = [{"params": [p for p in model.parameters() if p not in marks]}]
     for mark in {tuple(sorted(mark.items())) for mark in marks.values()}:
         groups.append(
@@ -71,16 +80,20 @@ def cosine_with_warmup(step: int, warmup: int, total: int) -> float:
     return max(0.0, 0.5 * (1.0 + math.cos(math.pi * 0.5 * 2.0 * progress)))
 
 
-def their_losses(model: nn.Module, batches: list) -> list[float]:
+def their_losses(model: nn.Module, batches: list, task: str = "listops") -> list[float]:
     """Their training step over ``batches``: per-step cross-entropy losses."""
-    optimizer = torch.optim.AdamW(their_groups(model), lr=LR, betas=(0.9, 0.999), weight_decay=WEIGHT_DECAY)
+    optimizer = torch.optim.AdamW(
+        their_groups(model, task), lr=LR, betas=(0.9, 0.999), weight_decay=WEIGHT_DECAY
+    )
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_with_warmup(s, WARMUP, STEPS))
     return train_steps(model, batches, optimizer, schedule)
 
 
-def test_s4_preset_trains_as_their_step(data_root, tmp_path):
-    cfg = s4_config(data_root)
-    theirs = their_losses(*harness_start(cfg))
+@pytest.mark.parametrize("task", THEIR_MARKS)
+def test_s4_preset_trains_as_their_step(data_root, tmp_path, task):
+    cfg = s4_config(data_root, task=task)
+    assert (cfg.task.lr, cfg.attention.lr) == (LR, SSM_LR)  # the preset's rates on both tasks
+    theirs = their_losses(*harness_start(cfg), task)
     ours = harness_losses(cfg, tmp_path / "run")
     assert max(relative_gaps(ours, theirs)) < RELATIVE_TOLERANCE
     assert theirs[0] != theirs[-1]  # the losses move: the comparison is not of a constant
@@ -100,6 +113,13 @@ def test_the_comparison_tells_other_settings_apart(data_root, tmp_path, other):
     biases do not pass for their step."""
     theirs = their_losses(*harness_start(s4_config(data_root)))
     ours = harness_losses(s4_config(data_root, other), tmp_path / "run")
+    assert max(relative_gaps(ours, theirs)) > 100 * RELATIVE_TOLERANCE
+
+
+def test_the_comparison_tells_C_at_the_runs_rate_apart(data_root, tmp_path):
+    """On Image, C at the run's rate (the S4 repository before 070384a) does not pass for their step."""
+    theirs = their_losses(*harness_start(s4_config(data_root, task="image")), "image")
+    ours = harness_losses(s4_config(data_root, "attention.c_lr=null", task="image"), tmp_path / "run")
     assert max(relative_gaps(ours, theirs)) > 100 * RELATIVE_TOLERANCE
 
 

@@ -60,7 +60,7 @@ def test_the_preset_builds_their_backbone(task):
     }
     assert decays == {(), (("weight_decay", 0.0),), (("lr", 0.001), ("weight_decay", 0.0))} | (
         {(("lr", 0.01), ("weight_decay", 0.0))} if cfg.attention.dt_lr else set()
-    )
+    ) | ({(("lr", 0.001),)} if cfg.attention.c_lr else set())  # C: the run's weight decay
 
 
 def test_the_mixer_options_reach_only_s4d():
