@@ -22,7 +22,8 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from attention_zoo.registry import Bounds, OptionType, available, spec
+from attention_zoo.option_types import Bounds, OptionType
+from attention_zoo.registry import available, spec
 
 ROPE_BASE = 10000.0  # RoFormer's θ base
 RopeFraction = Annotated[float, Bounds(low=0, low_open=True, high=1)]  # of each head's dimensions

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 import attention_zoo
-from attention_zoo.registry import (
+from attention_zoo.option_types import (
     Bounds,
     NonNegativeFloat,
     NonNegativeInt,
