@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lra.summary_json import git_commit, installed_version
+
 if TYPE_CHECKING:
     import torch
 
@@ -42,6 +44,19 @@ def machine_description(device: torch.device) -> list[str]:
         f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- load average (1/5/15 min) at the start: {' / '.join(f'{load:.1f}' for load in os.getloadavg())}",
     ]
+
+
+def checkout_line(name: str, code: Path) -> str:
+    """A markdown bullet: the checkout ``code`` of ``name`` and its commit, read from the checkout."""
+    commit = git_commit(code) if (code / ".git").exists() else None
+    return f"- {name}: {code} at commit {commit or 'unknown (not a git checkout)'}"
+
+
+def versions_line(label: str, distributions: Sequence[str]) -> str:
+    """A markdown bullet: ``label``, then the installed version of each of ``distributions``."""
+    return f"- {label}: " + ", ".join(
+        f"{name} {installed_version(name) or 'not installed'}" for name in distributions
+    )
 
 
 def rerun_command(module: str, argv: Sequence[str]) -> str:

@@ -10,13 +10,12 @@ A core that cannot be compared (not registered, a failing import) is a ``skipped
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -24,6 +23,7 @@ from torch import nn
 
 import attention_zoo
 from lra.one_line import one_line
+from lra.provenance import checkout_line, versions_line
 
 Shape = tuple[int, int, int, int]  # (B, H, N, D)
 Inputs = tuple[torch.Tensor, ...]
@@ -77,11 +77,23 @@ def with_float_mask(module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torc
     return module(q, k, v, mask.float())
 
 
-def core_pair(label: str, shape: Shape) -> Pair:
+def import_from(root: Path, module: str) -> ModuleType:
+    """``module`` of the checkout ``root``, imported with ``root`` first on the import path."""
+    if not (root / f"{module.replace('.', '/')}.py").is_file():
+        raise ValueError(f"{root} has no {module}: is it a checkout of the authors' repository?")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        raise ValueError(f"{root}'s {module} needs {error.name!r}: pip install {error.name}") from None
+
+
+def core_pair(source: Path, label: str, shape: Shape) -> Pair:
     batch, heads, length, head_dim = shape
     name, their_config, options = AUTHORS[label]
     config = {"head_dim": head_dim, "num_head": heads, "max_seq_len": length, "attention_dropout": 0.0}
-    theirs = getattr(importlib.import_module(f"models.attention_{label}"), name)(config | their_config).eval()
+    theirs = getattr(import_from(source, f"models.attention_{label}"), name)(config | their_config).eval()
     ours = attention_zoo.build_attention(label, head_dim=head_dim, num_heads=heads, seq_len=length, **options)
     weights = (*ours.parameters(), *ours.buffers(), *theirs.parameters(), *theirs.buffers())
     return Pair(label, ours.eval(), partial(with_float_mask, theirs), partial(random_inputs, shape), weights)
@@ -134,17 +146,7 @@ def longformer_pair(shape: Shape) -> Pair:
 
 def authors_provenance(code: Path) -> list[str]:
     """Markdown bullet lines: the checkout's commit (when it is a git checkout) and transformers' version."""
-    commit = subprocess.run(
-        ["git", "-C", str(code), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    try:
-        transformers = importlib.metadata.version("transformers")
-    except importlib.metadata.PackageNotFoundError:
-        transformers = "not installed"
-    return [
-        f"- authors' code: {code} at commit {commit or 'unknown (not a git checkout)'}",
-        f"- transformers: {transformers}",
-    ]
+    return [checkout_line("authors' code", code), versions_line("installed", ["transformers"])]
 
 
 def authors_pairs(code: Path, names: Sequence[str] | None, shape: Shape) -> tuple[list[Pair], list[str]]:
@@ -155,15 +157,13 @@ def authors_pairs(code: Path, names: Sequence[str] | None, shape: Shape) -> tupl
         raise ValueError(
             f"--authors-code: {code} has no src/models/ (expected a checkout of pkuzengqi/Skyformer)"
         )
-    if str(source) not in sys.path:
-        sys.path.insert(0, str(source))
     pairs, skipped = [], []
     for label in names or [*AUTHORS, "longformer"]:
         if label not in attention_zoo.available():
             skipped.append(f"{label}: not a registered attention here")
             continue
         try:
-            pairs.append(longformer_pair(shape) if label == "longformer" else core_pair(label, shape))
+            pairs.append(longformer_pair(shape) if label == "longformer" else core_pair(source, label, shape))
         except KeyError:
             known = ", ".join([*AUTHORS, "longformer"])
             skipped.append(f"{label}: no authors' implementation known (choose from {known})")

@@ -52,14 +52,19 @@ def now_iso() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution``, None where it is not installed."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def versions() -> dict[str, str | None]:
     """Python and the installed versions of the packages a run depends on (None if absent)."""
     found: dict[str, str | None] = {"python": platform.python_version()}
     for name, distribution in VERSIONED_PACKAGES.items():
-        try:
-            found[name] = metadata.version(distribution)
-        except metadata.PackageNotFoundError:
-            found[name] = None
+        found[name] = installed_version(distribution)
     import torch
 
     found["cuda"] = torch.version.cuda
