@@ -1,4 +1,5 @@
-"""Where, when and how a figure was measured: the machine, the command that reruns it, markdown tables.
+"""Where, when and how a figure was measured: the machine, the code's commit and package versions, the
+command that reruns it, markdown tables.
 
 Imported by ``lra.report`` and the benchmarks of ``lra.bench``; torch is imported only by
 ``machine_description``, so the report never loads it.
@@ -9,12 +10,12 @@ from __future__ import annotations
 import os
 import platform
 import shlex
+import subprocess
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from lra.summary_json import git_commit, installed_version
 
 if TYPE_CHECKING:
     import torch
@@ -44,6 +45,32 @@ def machine_description(device: torch.device) -> list[str]:
         f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- load average (1/5/15 min) at the start: {' / '.join(f'{load:.1f}' for load in os.getloadavg())}",
     ]
+
+
+REPO_DIR = Path(__file__).resolve().parents[1]  # the harness's checkout
+
+
+def git_commit(repo: Path = REPO_DIR) -> str | None:
+    """HEAD of the harness's checkout, ``-dirty`` appended when tracked files differ; None outside git."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution``, None where it is not installed."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def checkout_line(name: str, code: Path) -> str:

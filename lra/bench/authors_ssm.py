@@ -17,8 +17,7 @@ from torch import nn
 import attention_zoo
 from lra.bench.authors_cores import import_from
 from lra.bench.output import Outputs, add_out_argument
-from lra.provenance import checkout_line, markdown_table, versions_line
-from lra.summary_json import git_commit
+from lra.provenance import checkout_line, git_commit, markdown_table, versions_line
 
 HELP = "our s4d and mamba against their authors' modules, forward and backward, weights copied both ways"
 MULTIPLE = 4  # within: |ours − theirs| ≤ MULTIPLE × the reference's own float32 error (METHOD says why)
@@ -193,7 +192,9 @@ def run(settings: SsmSettings, argv: Sequence[str]) -> None:
         checkout_line("s4 checkout", settings.s4_code),
         checkout_line("mamba-minimal checkout", settings.mamba_code),
         f"- this harness at commit {git_commit() or 'unknown (not a git checkout)'}",
-        versions_line("their imports (`pip install einops scipy rich`), not ours", ["einops", "scipy", "rich"]),
+        versions_line(
+            "their imports (`pip install einops scipy rich`), not ours", ["einops", "scipy", "rich"]
+        ),
     ]
     rows, within = zip(*[
         agreement(ref, settings, length, from_ours)

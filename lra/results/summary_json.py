@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import platform
-import subprocess
 import sys
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from data_prep.storage import write_json
 from lra.config.records import SummaryRecord
+from lra.provenance import git_commit, installed_version
 
 SUMMARY_FILE = "summary.json"
 SCHEMA = 3  # the layout of summary.json (make_summary); raised when a reader must tell layouts apart
@@ -45,19 +44,10 @@ VERSIONED_PACKAGES = {
     "wandb": "wandb",
     "lra": "lra-harness",
 }
-REPO_DIR = Path(__file__).resolve().parents[2]
 
 
 def now_iso() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def installed_version(distribution: str) -> str | None:
-    """The installed version of ``distribution``, None where it is not installed."""
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def versions() -> dict[str, str | None]:
@@ -69,21 +59,6 @@ def versions() -> dict[str, str | None]:
 
     found["cuda"] = torch.version.cuda
     return found
-
-
-def git_commit(repo: Path = REPO_DIR) -> str | None:
-    """HEAD of the harness's checkout, ``-dirty`` appended when tracked files differ; None outside git."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "HEAD")
-        return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def protocol_record(recorded: dict[str, Any]) -> dict[str, Any]:
