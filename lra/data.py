@@ -49,6 +49,11 @@ class EpochPermutationSampler(DistributedSampler):
         self.num_samples = math.ceil(self.size / num_replicas)
         self.total_size = self.num_samples * num_replicas
 
+    def whole_batches(self, size: int) -> None:
+        """Yield each pass the indices of whole batches of ``size`` only (the last incomplete one is
+        left out): batches of size/N taken N at a time are then the batches of ``size``."""
+        self.num_samples = math.ceil(self.size / self.num_replicas) // size * size
+
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
             self.start = 0
@@ -63,7 +68,7 @@ class EpochPermutationSampler(DistributedSampler):
         start, self.start = self.start, 0
         rotated = order[start:] + order[:start]
         padded = rotated + rotated[: self.total_size - self.size]
-        return iter(padded[self.rank :: self.num_replicas])
+        return iter(padded[self.rank :: self.num_replicas][: self.num_samples])
 
     def __len__(self) -> int:
         return self.num_samples
@@ -100,6 +105,7 @@ class LRADataModule(L.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
         small_size: int | None = None,
+        accumulate: int = 1,
     ) -> None:
         super().__init__()
         self.root = Path(root)
@@ -111,6 +117,7 @@ class LRADataModule(L.LightningDataModule):
         self.num_workers = num_workers
         self.seed = seed
         self.small_size = small_size
+        self.accumulate = accumulate
         self.prepare_data_per_node = False  # one process builds a missing set, on a shared file system
         self.splits: dict[str, Dataset] = {}
         self.prepared: data_prep.PreparedSet | None = None
@@ -133,6 +140,7 @@ class LRADataModule(L.LightningDataModule):
             num_workers=record.num_workers,
             seed=record.seed,
             small_size=record.small_size,
+            accumulate=record.accumulate,
         )
 
     def prepare_data(self) -> None:
@@ -163,9 +171,10 @@ class LRADataModule(L.LightningDataModule):
             )
         splits = self.training_splits(prepared, val_split)
         train_size = len(splits["train"])
-        if self.batch_size > train_size:
+        if self.batch_size * self.accumulate > train_size:
+            per_step = f" x trainer.accumulate_grad_batches={self.accumulate}" if self.accumulate > 1 else ""
             raise ConfigError(
-                f"{self.BATCH_SIZE_KEY}={self.batch_size} is larger than the training split of "
+                f"{self.BATCH_SIZE_KEY}={self.batch_size}{per_step} is larger than the training split of "
                 f"{prepared.name!r} ({train_size} {self.ITEMS})"
             )
         self.splits, self.prepared = splits, prepared
@@ -213,6 +222,8 @@ class LRADataModule(L.LightningDataModule):
         train = name == "train"
         if train and self.trainer is not None:  # under DDP, this process's share of each epoch
             self.train_sampler.shard(self.trainer.world_size, self.trainer.global_rank)
+        if train:  # whole optimizer steps only: N batches of B/N are the batches of B, in order
+            self.train_sampler.whole_batches(self.batch_size * self.accumulate)
         return DataLoader(
             self.splits[name],
             batch_size=self.batch_size,

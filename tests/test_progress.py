@@ -1,4 +1,4 @@
-"""``python -m lra.report --progress``: jobs completed, running, interrupted and failed per task ×
+"""``python -m lra.report --progress``: jobs completed, running, interrupted, killed and failed per task ×
 attention, and why each unfinished job stopped, on hand-made sweep folders."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_progress_counts_each_state_per_task_and_attention(tmp_path, capsys):
     job(sweep, "1_listops-nystrom-num_landmarks=8-s2", "nystrom", 8, None)  # training now
     job(
         sweep, "2_listops-nystrom-num_landmarks=16-s0", "nystrom", 16, None, age_s=2 * ACTIVE_SECONDS
-    )  # killed
+    )  # ended on a host this cannot look at (no run lock)
     stopped = "SIGTERM at step 5; the state is saved in checkpoints: resume=auto continues"
     job(sweep, "3_listops-nystrom-num_landmarks=16-s1", "nystrom", 16, "interrupted", age_s=60, error=stopped)
     job(sweep, "4_listops-skyformer-num_landmarks=8-s0", "skyformer", 8, "nan", error="loss is NaN at step 3")
@@ -61,12 +61,12 @@ def test_progress_counts_each_state_per_task_and_attention(tmp_path, capsys):
 
     assert main(["--progress", "--runs", str(sweep)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0] == "| task | attention | completed | running | interrupted | failed |"
+    assert lines[0] == "| task | attention | completed | running | interrupted | killed | failed |"
     assert lines[2:6] == [
-        "| listops | nystrom (num_landmarks=16) | 0 | 0 | 2 | 0 |",
-        "| listops | nystrom (num_landmarks=8) | 1 | 1 | 0 | 0 |",
-        "| listops | skyformer (num_landmarks=8) | 0 | 0 | 0 | 2 |",
-        "| all |  | 1 | 1 | 2 | 2 |",
+        "| listops | nystrom (num_landmarks=16) | 0 | 0 | 2 | 0 | 0 |",
+        "| listops | nystrom (num_landmarks=8) | 1 | 1 | 0 | 0 | 0 |",
+        "| listops | skyformer (num_landmarks=8) | 0 | 0 | 0 | 0 | 2 |",
+        "| all |  | 1 | 1 | 2 | 0 | 2 |",
     ]
     assert lines[6:9] == [
         "",
@@ -93,9 +93,9 @@ def test_one_reason_of_every_job_stands_once_above_the_progress_table(tmp_path, 
     assert lines[:3] == [
         f"All 3 jobs failed: {warmup}",
         "",
-        "| task | attention | completed | running | interrupted | failed |",
+        "| task | attention | completed | running | interrupted | killed | failed |",
     ]
-    assert lines[-1] == "| all |  | 0 | 0 | 0 | 3 |"  # nothing said twice below the table
+    assert lines[-1] == "| all |  | 0 | 0 | 0 | 0 | 3 |"  # nothing said twice below the table
 
 
 def test_progress_of_a_folder_without_jobs_says_so(tmp_path):

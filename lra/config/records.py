@@ -42,6 +42,7 @@ class DataRecord:
     num_workers: int
     seed: int
     small_size: int | None  # debug_data_size: a small stand-in set when the recipe's is missing
+    accumulate: int  # trainer.accumulate_grad_batches: batches per optimizer step
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,10 @@ class TrainerRecord:
     clipping, the evaluation interval and the extra callback nodes."""
 
     options: dict[str, Any]  # trainer.* (max_steps is the stage's own, below)
-    max_steps: int
+    max_steps: int  # optimizer steps: with accumulate_grad_batches N, N batches each
     clip: str | None  # norm | value | None
     clip_value: float
-    eval_every: int
+    eval_every: int  # optimizer steps
     callbacks: dict[str, Any]  # name -> node with a _target_
 
 

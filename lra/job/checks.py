@@ -56,6 +56,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "task.lr": PositiveFloat,
     "task.weight_decay": NonNegativeFloat,
     "trainer.max_steps": PositiveInt,
+    "trainer.accumulate_grad_batches": PositiveInt,
     "model.dim": PositiveInt,
     "model.depth": PositiveInt,
     "model.num_heads": PositiveInt,

@@ -73,6 +73,7 @@ def data_record(cfg: DictConfig, batch_size: int) -> DataRecord:
         num_workers=cfg.num_workers,
         seed=cfg.seed,
         small_size=cfg.debug_data_size,
+        accumulate=cfg.trainer.accumulate_grad_batches,
     )
 
 

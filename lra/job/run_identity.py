@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from lra.config.naming import IGNORED_KEYS, run_name, varied_options
-from lra.results.summary_json import SUMMARY_FILE
+from lra.results.summary_json import RUN_FILE, SUMMARY_FILE
 
-RUN_FILE = "run.json"
+__all__ = ["RUN_FILE"]  # where the job side and the readers import it from
 
 
 def without_key(config: dict[str, Any], dotted: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@ there (``lra.train``; under DDP only process 0, the one that writes the run's fi
 
 The lock is ``flock``: the kernel releases it when the process ends, however it ends (SIGKILL
 included), so no stale lock is ever left to clean up; the file stays, holding the pid, host and start
-of its last holder for the message a second process stops with. ``flock`` locks belong to an open
+of its last holder for the message a second process stops with, and for the readers that tell a run
+killed without a word from a running one (``lra.results.killed_jobs``). ``flock`` locks belong to an open
 file, so a second lock from the same process conflicts too. A forked child (a data loader worker)
 closes its copy of the file at once: a copy would keep the lock alive after its holder ended. On
 NFS, Linux carries ``flock`` as a POSIX lock through the server's lock manager, which every client
@@ -19,8 +20,8 @@ import time
 from pathlib import Path
 
 from lra.config.errors import RunFolderBusy
+from lra.results.killed_jobs import LOCK_FILE, holder_line
 
-LOCK_FILE = "run.lock"
 HOLDER_WAIT_S = 1.0  # how long a refused process waits for the holder to write its pid, at most
 HELD: set[int] = set()  # the lock files this process holds open
 
@@ -58,7 +59,7 @@ class RunLock:
             ) from None
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         os.ftruncate(handle, 0)
-        os.write(handle, f"pid {os.getpid()} on host {socket.gethostname()} since {started}\n".encode())
+        os.write(handle, f"{holder_line(os.getpid(), socket.gethostname(), started)}\n".encode())
         HELD.add(handle)
         return cls(directory, handle)
 

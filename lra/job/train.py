@@ -40,6 +40,7 @@ from lra.job.resume import (
     record_plan,
 )
 from lra.job.run_lock import RunLock
+from lra.job.score_memory import warning_before_run
 from lra.job.trainers import best_checkpoint, stage_trainer
 from lra.model.encoder import LRAClassifier
 from lra.model.module import LRALitModule
@@ -148,6 +149,10 @@ def train_and_test(records: JobRecords, plan: RunPlan, state: JobState) -> None:
     identity = RunIdentity(
         run.task, run.attention, run.seed, plan.wandb_run_id, run.job["options"], run.budget, run.masked
     )
+    if rank_zero_only.rank == 0 and (
+        line := warning_before_run(records.model, records.data, records.trainer)
+    ):
+        log.warning(line)  # a run that will not fit says so before it starts
     state.loggers = build_loggers(run.loggers, identity, plan.directory, run.hparams, resumed)
     prepare_encoder(records.pretrain, module.model.encoder, plan, state.loggers, state)
     if run.masked:  # fine-tuning draws the same however (and whether in this job) it was pretrained

@@ -1,12 +1,13 @@
 """The Lightning Trainer of a training stage (fine-tuning, or self-pretraining before it).
 
-Each stage's trainer is built from its ``TrainerRecord``: ``trainer.*``'s options with the stage's
-own ``max_steps``, gradient clipping as ``protocol.clip`` says; it validates every
-``task.eval_every`` steps and at its last step, saves the training order and RNG states in every
-checkpoint (``lra.training_state``), keeps the stage's best checkpoint and its full state in
-``checkpoints/<last_name>.ckpt`` after every evaluation and after an exception (a SIGTERM or Ctrl+C
-raises one at the end of the current step on every process, ``lra.agreed_stop``): what ``resume``
-continues from. The extra callbacks of ``callbacks`` run after these.
+Each stage's trainer is built from its ``TrainerRecord``: ``trainer.*``'s options with the stage's own
+``max_steps``, gradient clipping as ``protocol.clip`` says; it validates every ``task.eval_every``
+optimizer steps (of ``trainer.accumulate_grad_batches`` batches each) and at its last step, saves the
+training order and RNG states in every checkpoint (``lra.training_state``), keeps the stage's best
+checkpoint and its full state in ``checkpoints/<last_name>.ckpt`` after every evaluation and after an
+exception (a SIGTERM or Ctrl+C raises one at the end of the current step on every process,
+``lra.agreed_stop``): what ``resume`` continues from. The extra callbacks of ``callbacks`` run after
+these.
 """
 
 from __future__ import annotations
@@ -73,13 +74,14 @@ def stage_trainer(
     )
     extra = [instantiate(node) for node in record.callbacks.values()]
     options = {**record.options, "max_steps": record.max_steps}
+    batches_per_step = options.get("accumulate_grad_batches", 1)
     # The bar reads the logged loss back from the device: only every log_every_n_steps steps.
     refresh = options["log_every_n_steps"]
     progress = [StageProgressBar(title, refresh_rate=refresh)] if options["enable_progress_bar"] else []
     trainer = L.Trainer(
         **options,
         **clipping(record),
-        val_check_interval=record.eval_every,
+        val_check_interval=record.eval_every * batches_per_step,  # Lightning counts batches here
         check_val_every_n_epoch=None,
         callbacks=[
             efficiency,

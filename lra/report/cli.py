@@ -26,7 +26,7 @@ from lra.report.configurations import label_configurations
 from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
-from lra.report.progress import progress_table
+from lra.report.progress import progress_table, with_killed
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.selection import Selection, add_selection_arguments
 from lra.report.studies import studies_section
@@ -44,7 +44,7 @@ and Skyformer papers. Reads every summary.json under --runs and writes {REPORT_F
 EPILOG = """\
 examples:
   python -m lra.report --runs multirun --final     the report of every sweep, final weights included
-  python -m lra.report --progress --runs multirun  how many jobs are completed, running, interrupted or failed
+  python -m lra.report --progress --runs multirun  jobs completed, running, interrupted, killed, failed
 
 docs/report.md says what each table and figure shows."""
 
@@ -78,7 +78,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--progress",
         action="store_true",
-        help="print the jobs completed, running, interrupted and failed per task x attention, and stop",
+        help="print the jobs completed, running, interrupted, killed, failed per task x attention; stop",
     )
     parser.add_argument(
         "--compare",
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.progress:
         print(progress_table(roots or DEFAULT_RUNS, selection=selection))
         return 0
-    found = find_runs(roots)
+    found = with_killed(find_runs(roots), roots)
     chosen_runs = [r for r in found if selection.picks([r.path.parent], r.status, r.started)]
     runs = split_by_protocol(label_configurations(chosen_runs))
     if args.compare:

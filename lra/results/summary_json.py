@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,7 @@ def write_summary(summary: dict[str, Any], output_dir: Path) -> Path:
 
 
 POINTER_FILE = "resumed.json"  # in a job folder whose run went on (or had completed) in another folder
+RUN_FILE = "run.json"  # in a run's own folder: its config and identity (lra.job.resume.record_plan)
 
 
 def run_folder(job_dir: Path) -> Path:
@@ -210,13 +212,22 @@ def job_summary_file(job_dir: Path) -> Path | None:
     return target if target.is_file() else None
 
 
-def read_summaries(directory: Path) -> list[dict[str, Any]]:
-    """The summary of every job folder in the sweep folder ``directory``, in job order."""
+def read_summaries(
+    directory: Path, unwritten: Callable[[Path], dict[str, Any] | None] | None = None
+) -> list[dict[str, Any]]:
+    """The summary of every job folder in the sweep folder ``directory``, in job order; a run folder
+    whose summary.json is missing or stale gets what ``unwritten`` makes of it, where it makes one."""
     folders = sorted(
         (path for path in directory.iterdir() if path.is_dir()), key=lambda p: job_number(p.name)
     )
-    files = [job_summary_file(folder) for folder in folders]  # a run that a later job continued: once
-    return [json.loads(path.read_text()) for path in dict.fromkeys(files) if path is not None]
+    files = [job_summary_file(folder) for folder in folders]
+    runs = [file.parent if file else run_folder(folder) for file, folder in zip(files, folders, strict=True)]
+    summaries = []
+    for run_dir in dict.fromkeys(runs):  # a run that a later job continued: once
+        stand_in = unwritten(run_dir) if unwritten else None
+        if stand_in is not None or (run_dir / SUMMARY_FILE).is_file():
+            summaries.append(stand_in or json.loads((run_dir / SUMMARY_FILE).read_text()))
+    return summaries
 
 
 def job_number(folder_name: str) -> tuple[int, str]:

@@ -2,8 +2,9 @@
 multirun, the table of the whole sweep (``SweepSummary``, a Hydra callback in conf/config.yaml).
 
 A job that did not complete says why in the table: its summary.json's ``error`` in a last ``why``
-column, one line cut between words; when every job of a sweep failed for one reason, that reason
-stands once above the table instead.
+column, one line cut between words (a job killed without a word, by SIGKILL or a crash, has no
+summary.json: it is ``killed``, with what ``lra.results.killed_jobs`` found); when every job of a
+sweep failed for one reason, that reason stands once above the table instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from omegaconf import DictConfig
 
 from lra.config.naming import record_swept_keys, short_keys
 from lra.one_line import one_line
+from lra.results.killed_jobs import killed_summary
 from lra.results.summary_json import read_summaries
 
 
@@ -148,7 +150,7 @@ class SweepSummary(HydraCallback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        summaries = read_summaries(sweep_dir)
+        summaries = read_summaries(sweep_dir, killed_summary)  # a job killed without a word: killed
         if not summaries:
             return
         print(f"\nSweep {sweep_dir}:\n{format_table(summaries)}", flush=True)
