@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from hydra_plugins.lra_conditional_sweeper import ConditionalSweeper
+from hydra_plugins.lra_conditional_sweeper import conditional_batches
 from lra.job.resolvers import locality_windows
 
 
@@ -26,8 +26,7 @@ def test_the_windows_double_from_8_to_the_first_that_covers_every_key(seq_len, c
 
 
 def jobs(arguments: list[str], only_with: dict[str, str]) -> list[list[str]]:
-    sweeper = ConditionalSweeper(only_with=only_with)
-    (batch,) = sweeper.split_arguments(OverridesParser.create().parse_overrides(arguments), None)
+    (batch,) = conditional_batches(OverridesParser.create().parse_overrides(arguments), only_with, None)
     return batch
 
 
@@ -48,10 +47,13 @@ def test_standard_runs_once_a_seed_beside_every_window():
 
 
 def test_batches_keep_the_order_and_their_size():
-    sweeper = ConditionalSweeper(only_with={"attention.window": "attention=window"})
     arguments = ["attention=window,standard", "attention.window=8,16"]
     overrides = OverridesParser.create().parse_overrides(arguments)
-    assert [len(batch) for batch in sweeper.split_arguments(overrides, 2)] == [2, 1]
+    batches = conditional_batches(overrides, {"attention.window": "attention=window"}, 2)
+    assert batches == [
+        [["attention=window", "attention.window=8"], ["attention=window", "attention.window=16"]],
+        [["attention=standard"]],
+    ]
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,17 @@ def conditional_jobs(jobs: list[list[str]], only_with: dict[str, str]) -> list[l
     return [list(job) for job in kept]
 
 
+def conditional_batches(
+    overrides: list[Override], only_with: dict[str, str], max_batch_size: int | None
+) -> list[list[list[str]]]:
+    """The basic sweeper's jobs of ``overrides`` (``conditional_jobs``) in batches of ``max_batch_size``
+    (None: one batch)."""
+    (jobs,) = BasicSweeper.split_arguments(overrides, None)
+    jobs = conditional_jobs(jobs, only_with)
+    size = max_batch_size or len(jobs)
+    return [jobs[start : start + size] for start in range(0, len(jobs), size)]
+
+
 class ConditionalSweeper(BasicSweeper):
     def __init__(
         self,
@@ -51,10 +62,7 @@ class ConditionalSweeper(BasicSweeper):
         self.only_with = dict(only_with or {})
 
     def split_arguments(self, overrides: list[Override], max_batch_size: int | None) -> list[list[list[str]]]:
-        (jobs,) = BasicSweeper.split_arguments(overrides, None)
-        jobs = conditional_jobs(jobs, self.only_with)
-        size = max_batch_size or len(jobs)
-        return [jobs[start : start + size] for start in range(0, len(jobs), size)]
+        return conditional_batches(overrides, self.only_with, max_batch_size)
 
     def sweep(self, arguments: list[str]) -> Any:
         from lra.config.naming import record_swept_keys
