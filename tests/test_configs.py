@@ -192,6 +192,20 @@ def test_launchers_compose(launcher):
         ("task.batch_size=0", r"^task.batch_size=0 is invalid"),
         ("model.dim=65", r"^cannot build the model: model.dim=65 must be a multiple of model.num_heads=2$"),
         ("model.dropout=1.5", r"^model.dropout=1.5 is invalid"),
+        ("model.position=relative", r"^model.position='relative' is invalid: it must be one of"),
+        ("model.position=rope model.rope_fraction=0", r"^model.rope_fraction=0 is invalid"),
+        (  # a mixer takes its positions from its own recurrence
+            "attention=s4d model.position=rope",
+            r"^model.position=rope: attention 's4d' does not take rotary positions: a mixer",
+        ),
+        (  # Performer's features of q and k are not a function of q·k
+            "attention=performer model.position=rope",
+            r"^model.position=rope: attention 'performer' does not take rotary positions: it is not",
+        ),
+        (  # the rotated dimensions come in pairs: 0.01 of 32 rotates none
+            "attention=standard model.position=rope model.rope_fraction=0.01",
+            r"^cannot build the model: rope_fraction=0.01 of head_dim=32 rotates no pair",
+        ),
         (
             "attention.name=nope",
             r"^attention.name='nope' is not registered; valid names: .*nystrom.*standard",

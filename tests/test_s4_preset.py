@@ -8,8 +8,9 @@ import torch
 from conftest import TASKS, compose_config
 from helpers.records import model_of, module_of
 
-from lra.model.encoder import LRAClassifier, SequenceBatchNorm
+from lra.model.encoder import LRAClassifier
 from lra.model.module import parameter_groups
+from lra.model.norms import SequenceBatchNorm
 from lra.model.schedules import build_schedule
 
 # task: (depth, dim, prenorm, batch, lr, warm-up, steps, schedule steps, eval every, d_state, dt_lr, dropout)

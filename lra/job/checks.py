@@ -31,13 +31,15 @@ from attention_zoo.option_types import (
     PositiveInt,
     Probability,
 )
+from attention_zoo.rotary import RopeFraction
 from lra.config.errors import ConfigError
 from lra.config.hydra_errors import nearest
 from lra.job.checkpoint_files import CHECKPOINT_DIR, WEIGHTS_FILE, WEIGHTS_HINT
 from lra.job.loggers import check_loggers
 from lra.job.shortcuts import subject
-from lra.model.encoder import NORMS
 from lra.model.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
+from lra.model.norms import NORMS
+from lra.model.positions import POSITION_KINDS
 from lra.model.pretraining import OBJECTIVES
 from lra.model.schedules import SCHEDULES
 
@@ -70,6 +72,8 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.pooling": Literal[tuple(POOLINGS)],
     "model.dual_features": Literal[tuple(DUAL_FEATURES)],
     "model.positions": bool,
+    "model.position": Literal[tuple(POSITION_KINDS)],
+    "model.rope_fraction": RopeFraction,
     "model.norm": Literal[tuple(NORMS)],
     "model.prenorm": bool,
     "model.mixer_dropout": Probability,
@@ -206,6 +210,17 @@ def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
                 raise ConfigError(f"{named} exceeds {bound_key}={bound} ({reason})")
 
 
+def check_rotary(cfg: DictConfig) -> None:
+    """``model.position=rope`` only with an attention that takes rotary positions
+    (``attention_zoo.check_rope``: a core that forms q·k; never a mixer)."""
+    if cfg.model.position != "rope":
+        return
+    try:
+        attention_zoo.check_rope(cfg.attention.name)
+    except ValueError as error:
+        raise ConfigError(f"model.position=rope: {error}".splitlines()[0]) from None
+
+
 def check_schedule(cfg: DictConfig) -> None:
     """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the fine-tuning:
     torch's ``OneCycleLR`` divides by zero unless ``2 <= warmup_steps < steps``."""
@@ -255,4 +270,5 @@ def check_config(cfg: DictConfig) -> None:
     check_pretrain(cfg)
     check_schedule(cfg)
     check_attention(cfg, raw)
+    check_rotary(cfg)
     check_loggers(OmegaConf.to_container(cfg.logger, resolve=True))

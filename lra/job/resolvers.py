@@ -9,6 +9,8 @@
   ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
   search's study name (``lra.search.study``), for folders.
 - ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
+- ``${lra.locality_windows:SEQ_LEN,CLS_TOKEN}``: the windows ``experiment=locality`` sweeps for that
+  length, ``8,16,32,...`` up to the first that covers every key (``locality_windows``).
 """
 
 from __future__ import annotations
@@ -70,6 +72,17 @@ def threads_per_job(default: Any) -> Any:
     return default if jobs is None else max(1, usable_cores() // jobs)
 
 
+def locality_windows(seq_len: int, cls_token: bool = False) -> str:
+    """``"8,16,32,..."``: the powers of two from 8 up to the first w >= 2N − 2, N the positions the core
+    sees (``seq_len``, and a CLS token in front): ``window`` attends within ±⌊w/2⌋, so there every
+    query sees every key and the top of the sweep is exact attention."""
+    full = 2 * (seq_len + int(cls_token)) - 2
+    windows = [8]
+    while windows[-1] < full:
+        windows.append(2 * windows[-1])
+    return ",".join(map(str, windows))
+
+
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
@@ -78,3 +91,4 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.job_name", job_name, replace=True)
     OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)
     OmegaConf.register_new_resolver("lra.config_groups", user_config_groups, replace=True)
+    OmegaConf.register_new_resolver("lra.locality_windows", locality_windows, replace=True)

@@ -1,7 +1,8 @@
 """The shared LRA encoder (docs/design.md § The encoder): one small Transformer for every task × attention.
 
 Token embedding + absolute positions (learned, drawn from N(0, 0.02²) as in the papers' code, or LRA's
-fixed sinusoids), an optional learned CLS token in front; ``depth`` pre-LayerNorm blocks (multi-head
+fixed sinusoids), or rotary positions on q and k in every block instead (``position="rope"``,
+``lra.model.positions``), an optional learned CLS token in front; ``depth`` pre-LayerNorm blocks (multi-head
 self-attention around a zoo core, then a GELU feed-forward); a final LayerNorm (the ``Encoder``'s token
 states, which self-pretraining predicts masked tokens from); pooling (the mean or the maximum over the real
 positions, or the first position's state: the CLS token's when there is one); an MLP classifier. Retrieval
@@ -22,15 +23,17 @@ which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``attention_zoo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import torch
 from torch import nn
 
-from attention_zoo import MultiHeadSelfAttention, is_mixer, tie_layers
+from attention_zoo import MultiHeadSelfAttention, check_rope, is_mixer, tie_layers
+from attention_zoo.registry import spec_of
 from lra.model.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
+from lra.model.norms import NORMS, exempt_norms_and_biases
+from lra.model.positions import absolute_table, sinusoids
 
 EMBEDDING_INIT_STD = 0.02  # the Skyformer and Nyströmformer authors' initialisation of both embeddings
 
@@ -43,39 +46,18 @@ def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     return torch.arange(seq_len, device=lengths.device)[None, :] < lengths[:, None]
 
 
-def sinusoids(positions: int, dim: int) -> torch.Tensor:
-    """The fixed position table of the LRA code: (positions, dim), sin on even and cos on odd features,
-    frequencies 10000^(-2i/dim)."""
-    position = torch.arange(positions, dtype=torch.float64)[:, None]
-    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * -(math.log(10000.0) / dim))
-    table = torch.zeros(positions, dim, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(position * frequency)
-    table[:, 1::2] = torch.cos(position * frequency)[:, : dim // 2]
-    return table.float()
-
-
 class AttentionFactory(Protocol):
     """Builds a layer's attention core or mixer from its shapes (``attention_zoo.build_attention``)."""
 
     def __call__(self, *, dim: int, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
 
 
-class SequenceBatchNorm(nn.BatchNorm1d):
-    """BatchNorm of each feature over the batch and every position, padding included (S4's
-    ``norm: batch``): (B, N, dim) -> (B, N, dim)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x.transpose(1, 2)).transpose(1, 2)
-
-
-NORMS: dict[str, Callable[[int], nn.Module]] = {"layer": nn.LayerNorm, "batch": SequenceBatchNorm}
-
-
 class EncoderBlock(nn.Module):
     """Transformer block: (B, N, dim), mask (B, N) -> (B, N, dim). ``attention`` mixes the tokens:
     ``core`` in a ``MultiHeadSelfAttention``, or ``core`` itself when it is a mixer (its output then
     through ``mixer_dropout`` of whole channels, S4's tied dropout); a GELU feed-forward follows unless
-    ``ffn_dim`` is 0. Each sub-layer is ``x + f(norm(x))`` (``prenorm``) or ``norm(x + f(x))``."""
+    ``ffn_dim`` is 0. Each sub-layer is ``x + f(norm(x))`` (``prenorm``) or ``norm(x + f(x))``.
+    ``rope_fraction`` (None: off) rotates q and k before the core; a mixer refuses it in one line."""
 
     def __init__(
         self,
@@ -89,13 +71,18 @@ class EncoderBlock(nn.Module):
         norm: str = "layer",
         prenorm: bool = True,
         mixer_dropout: float = 0.0,
+        rope_fraction: float | None = None,
     ) -> None:
         super().__init__()
         self.prenorm = prenorm
         self.attention_norm = NORMS[norm](dim)
         mixer = is_mixer(core)
+        if mixer and rope_fraction is not None:
+            check_rope(spec_of(core).name)
         self.attention = (
-            core if mixer else MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias)
+            core
+            if mixer
+            else MultiHeadSelfAttention(dim, num_heads, core, dropout, qkv_dim, qkv_bias, rope_fraction)
         )
         self.mixer_dropout = nn.Dropout1d(mixer_dropout) if mixer and mixer_dropout else nn.Identity()
         self.ffn_norm = NORMS[norm](dim) if ffn_dim else None
@@ -124,15 +111,6 @@ class EncoderBlock(nn.Module):
         return x if self.ffn is None else self.sublayer(x, self.ffn_norm, self.ffn)
 
 
-def exempt_norms_and_biases(module: nn.Module) -> None:
-    """Train the biases and normalisation weights inside ``module`` without weight decay, declared as
-    ``_optim`` for ``lra.module.parameter_groups`` (the S4 repository's ``add_optimizer_hooks``)."""
-    for sub in module.modules():
-        for name, parameter in sub.named_parameters(recurse=False):
-            if name.endswith("bias") or isinstance(sub, (nn.LayerNorm, nn.BatchNorm1d)):
-                parameter._optim = {"weight_decay": 0.0} | getattr(parameter, "_optim", {})
-
-
 def choice(option: str, value: str, valid: dict) -> None:
     """A one-line ``ValueError`` naming the valid values when ``value`` is not one of ``valid``."""
     if value not in valid:
@@ -144,7 +122,8 @@ class Encoder(nn.Module):
     mask (B, N) bool -> (B, N, dim). The options after ``dropout``: the module docstring's.
 
     ``encode`` gives every position's state, the CLS token's first when ``cls_token`` (B, 1 + N, dim).
-    Positions are learned (``learn_pos_emb``) or LRA's fixed sinusoids, or absent (``positions=False``).
+    Positions are learned (``learn_pos_emb``) or LRA's fixed sinusoids, or absent (``positions=False``);
+    ``position="rope"`` rotates ``rope_fraction`` of each head's q and k instead, with no absolute embedding.
     """
 
     def __init__(
@@ -168,9 +147,12 @@ class Encoder(nn.Module):
         prenorm: bool = True,
         mixer_dropout: float = 0.0,
         decay_norms_biases: bool = True,
+        position: str = "absolute",
+        rope_fraction: float = 1.0,
     ) -> None:
         super().__init__()
         choice("norm", norm, NORMS)
+        table = absolute_table(position, positions, learn_pos_emb)
         qkv_key, qkv_width = ("model.qkv_dim", qkv_dim) if qkv_dim else ("model.dim", dim)
         if qkv_width % num_heads:
             raise ValueError(f"{qkv_key}={qkv_width} must be a multiple of model.num_heads={num_heads}")
@@ -178,10 +160,10 @@ class Encoder(nn.Module):
         length = seq_len + self.prefix
         self.token_embedding = nn.Embedding(vocab_size, dim)
         nn.init.normal_(self.token_embedding.weight, std=embedding_init_std)
-        self.position_embedding = nn.Embedding(length, dim) if positions and learn_pos_emb else None
+        self.position_embedding = nn.Embedding(length, dim) if table == "learned" else None
         if self.position_embedding is not None:
             nn.init.normal_(self.position_embedding.weight, std=EMBEDDING_INIT_STD)
-        fixed = sinusoids(length, dim) if positions and not learn_pos_emb else None
+        fixed = sinusoids(length, dim) if table == "sinusoids" else None
         self.register_buffer("position_table", fixed, persistent=False)  # LRA's table, not a parameter
         self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if cls_token else None
         self.dropout = nn.Dropout(dropout)
@@ -191,7 +173,13 @@ class Encoder(nn.Module):
             "num_heads": num_heads,
             "seq_len": length,
         }
-        block_options = {"norm": norm, "prenorm": prenorm, "mixer_dropout": mixer_dropout}
+        rope = rope_fraction if position == "rope" else None
+        block_options = {
+            "norm": norm,
+            "prenorm": prenorm,
+            "mixer_dropout": mixer_dropout,
+            "rope_fraction": rope,
+        }
         self.blocks = nn.ModuleList(
             EncoderBlock(
                 dim, num_heads, ffn_dim, dropout, attention(**shapes), qkv_dim, qkv_bias, **block_options

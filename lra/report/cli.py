@@ -9,6 +9,7 @@ and the jobs that did not complete. ``--final`` adds the accuracy at the final w
 logs the same to W&B (``lra.report.wandb_log``); ``--wandb-workspace ENTITY/PROJECT`` saves W&B
 workspace views of the runs (``lra.report.wandb_workspace``). ``--since``, ``--match`` and
 ``--exclude-failed`` choose the runs, for the report and ``--progress`` alike (``lra.report.selection``);
+The locality figure and table (``lra.report.locality``) come with any ``window`` runs.
 ``--compare A B`` prints the paired difference of two variants per task instead (``lra.report.compare``).
 """
 
@@ -24,7 +25,7 @@ from lra.provenance import rerun_command
 from lra.report.compare import compare_lines
 from lra.report.configurations import label_configurations
 from lra.report.curves import read_curves
-from lra.report.document import ACCURACY_VS_TIME, build_report, split_by_protocol
+from lra.report.document import ACCURACY_VS_TIME, LOCALITY, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table, with_killed
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     papers = [args.paper] if args.paper else list(PAPERS)
     completed = latest_per_seed(runs)
     report = ReportInput(completed, *read_curves(completed))
-    specs = [spec for name in papers for spec in PAPERS[name].figures] + [ACCURACY_VS_TIME]
+    specs = [spec for name in papers for spec in PAPERS[name].figures] + [ACCURACY_VS_TIME, LOCALITY]
     writable_folder(args.out, "--out")
     written = write_figures(specs, report, args.out)
     command = rerun_command("lra.report", argv)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from lra.provenance import markdown_table
 from lra.report import figures
 from lra.report.configurations import common_options_line, usual_values_line
+from lra.report.locality import locality_figure, locality_table
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_and_superseded
 from lra.report.spt import spt_section
@@ -20,6 +21,20 @@ ACCURACY_VS_TIME = FigureSpec(
     "## Test accuracy against training time",
     lambda report: figures.accuracy_vs_time(report.completed) if report.completed else None,
     "No completed run.",
+)
+
+LOCALITY = FigureSpec(
+    "lra_locality",
+    "## Accuracy against window: how long range is each task?",
+    lambda report: locality_figure(report.completed),
+    "No task has a completed `window` run.",
+    lambda report: (
+        "Test accuracy of the `window` core (each query sees the keys within ±w/2) against w, beside "
+        "full attention (`standard`, its mean and 95% interval) and chance (the test split's majority "
+        "class); `experiment=locality` sweeps it. A task's *locality length* is the smallest window whose "
+        "mean is within 1 point of full attention, and the smallest whose mean reaches full attention's "
+        "95% interval (two seeds of `standard` at least).\n\n" + locality_table(report.completed)
+    ),
 )
 
 WANDB_SECTION = """\
@@ -133,10 +148,10 @@ def build_report(
 ) -> str:
     """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
     accuracy table (and at the final weights with ``final``), scratch against self-pretrained (when
-    a run was self-pretrained), each of ``papers``' sections, the
-    accuracy-against-time figure, the jobs that did not complete and the W&B recipe. ``written``: the
-    figure stems the caller saved; ``report``: the papers' input (built from ``runs`` when None);
-    ``chosen``: how the runs were chosen, for the header."""
+    a run was self-pretrained), each of ``papers``' sections, the accuracy-against-time figure, the
+    locality figure (when a task has ``window`` runs), the jobs that did not complete and the W&B
+    recipe. ``written``: the figure stems the caller saved; ``report``: the papers' input (built from
+    ``runs`` when None); ``chosen``: how the runs were chosen, for the header."""
     completed, superseded = latest_and_superseded(runs)
     report = report or ReportInput(completed, [], [])
     written = written or set()
@@ -177,6 +192,7 @@ def build_report(
         *spt_section(completed),
         *(block for name in papers for block in paper_blocks(name, report, written)),
         *figure_block(ACCURACY_VS_TIME, written, report),
+        *(figure_block(LOCALITY, written, report) if locality_table(completed) else []),
         "## Failed, NaN and interrupted jobs",
         failed_section(runs),
         "## Runs superseded by a rerun",
