@@ -33,6 +33,8 @@ from attention_zoo.option_types import (
 )
 from lra.config.errors import ConfigError
 from lra.config.hydra_errors import nearest
+from lra.config.state_size import encoder_state_size
+from lra.data.recall import recall_task
 from lra.job.checkpoint_files import CHECKPOINT_DIR, WEIGHTS_FILE, WEIGHTS_HINT
 from lra.job.loggers import check_loggers
 from lra.job.shortcuts import subject
@@ -74,6 +76,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.mixer_dropout": Probability,
     "model.decay_norms_biases": bool,
     "model.classifier_activation": Literal[tuple(ACTIVATIONS)],
+    "model.causal": bool,
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
     "protocol.clip_value": PositiveFloat,
@@ -89,6 +92,8 @@ CONFIG_KEYS: dict[str, Any] = {
     "steady_heap": bool,
     "pretrain.mode": Literal["none", "masked"],
 }
+# The keys of a recall task (``task.generator``), checked when it has one.
+RECALL_KEYS = {"task.train_examples": PositiveInt, "task.test_examples": PositiveInt}
 # The keys of ``pretrain=masked`` (conf/pretrain/masked.yaml), checked when it is chosen.
 PRETRAIN_KEYS: dict[str, Any] = {
     "pretrain.mask_prob": OpenFraction,
@@ -104,6 +109,7 @@ PRETRAIN_KEYS: dict[str, Any] = {
 BETA = OptionType.of(Probability)
 KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
 PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRETRAIN_KEYS.items()}
+RECALL_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in RECALL_KEYS.items()}
 
 # Attention options bounded by another key: option -> (bound key, comparison, reason).
 OPTION_BOUNDS = {
@@ -235,6 +241,38 @@ def check_pretrain(cfg: DictConfig) -> None:
         weights_file(Path(cfg.pretrain["from"]))
 
 
+def check_recall(cfg: DictConfig) -> None:
+    """A recall task (``task.generator``): its generator builds from these options (one line naming a bad
+    option, pairs that do not fit the length, a vocabulary too small), before anything resolves its
+    shapes; its set sizes are valid; it trains from scratch on one sequence an example."""
+    if cfg.task.get("generator") is None:
+        return
+    recall_task(OmegaConf.to_container(cfg.task.generator, resolve=True))
+    check_values(cfg, RECALL_KEY_TYPES)
+    if cfg.task.dual or is_masked(cfg):
+        raise ConfigError(
+            f"task={cfg.task.name} (a recall generator) needs task.dual=false and pretrain=none, got "
+            f"task.dual={cfg.task.dual}, pretrain={cfg.pretrain.mode}"
+        )
+
+
+def check_causal(cfg: DictConfig) -> None:
+    """``model.causal=true`` needs an attention with a causal form (``attention_zoo.supports_causal``) and
+    the options that form needs (``s4d`` and ``mamba``: ``bidirectional=false``): the registry's line."""
+    if not cfg.model.causal:
+        return
+    try:
+        state_size(cfg)  # asks the registry as building does, a plugin without a figure too
+    except ValueError as error:
+        raise ConfigError(f"model.causal=true: {str(error).splitlines()[0]}") from None
+
+
+def state_size(cfg: DictConfig) -> int | None:
+    """The attention's state size per layer at the run's length and width (``model/state_size``)."""
+    attention, model = (OmegaConf.to_container(node, resolve=True) for node in (cfg.attention, cfg.model))
+    return encoder_state_size(attention, model, cfg.task.seq_len)
+
+
 def check_trainer(cfg: DictConfig) -> None:
     """Every ``trainer.*`` key is an argument of Lightning's Trainer (``+trainer.KEY=V`` adds any key)."""
     arguments = list(inspect.signature(L.Trainer.__init__).parameters)
@@ -247,6 +285,7 @@ def check_trainer(cfg: DictConfig) -> None:
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
+    check_recall(cfg)  # a recall task's shapes resolve from its generator
     raw, cfg = cfg, resolved(cfg)
     check_values(cfg)
     check_widths(cfg)
@@ -254,4 +293,5 @@ def check_config(cfg: DictConfig) -> None:
     check_pretrain(cfg)
     check_schedule(cfg)
     check_attention(cfg, raw)
+    check_causal(cfg)
     check_loggers(OmegaConf.to_container(cfg.logger, resolve=True))
