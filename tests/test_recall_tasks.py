@@ -5,7 +5,8 @@ on bad input with one line before training, and trains end to end."""
 from __future__ import annotations
 
 import pytest
-from conftest import compose_config
+from conftest import CONF_DIR, compose_config
+from omegaconf import OmegaConf
 
 import attention_zoo
 from data_prep.recall import TASKS, build
@@ -74,3 +75,23 @@ def test_a_causal_recall_run_trains_and_records_its_state_size(tmp_path):
     assert summary["metrics"]["model/state_size"] == expected == 64 * 64
     assert summary["data"]["generator"]["vocab_size"] == 32 and summary["data"]["seed"] == 0
     assert 0 <= summary["metrics"]["test/acc"] <= 1
+
+
+@pytest.mark.parametrize(
+    ("preset", "expected"),
+    [
+        ("zoology", {"task.name": "mqar", "task.generator.num_kv_pairs": 4, "task.batch_size": 512,
+                     "trainer.max_steps": 12480, "model.depth": 2, "model.ffn_dim": 0, "model.num_heads": 1}),
+        ("mad", {"task.name": "in_context_recall", "task.batch_size": 128, "trainer.max_steps": 20000,
+                 "model.dim": 128, "model.num_heads": 16, "model.dropout": 0.0}),
+    ],
+)  # fmt: skip
+def test_the_recall_presets_are_causal_and_sweep_their_sources_grids(preset, expected):
+    cfg = compose_config([f"experiment={preset}", "attention=mamba"])
+    check_config(cfg)
+    assert {key: OmegaConf.select(cfg, key) for key in expected} == expected
+    assert cfg.model.causal and cfg.attention.bidirectional is False
+    swept = OmegaConf.load(CONF_DIR / "experiment" / f"{preset}.yaml").hydra.sweeper.params
+    assert set(swept) == (
+        {"model.dim", "task.lr"} if preset == "zoology" else {"task", "task.lr", "task.weight_decay"}
+    )
