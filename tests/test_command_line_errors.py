@@ -31,8 +31,9 @@ def composition_line(overrides: list[str]) -> str:
     [
         (
             "task=listop",
-            "task=listop is not an option of task; valid: image, listops, pathfinder, pathx, retrieval, "
-            "text (did you mean task=listops?)",
+            "task=listop is not an option of task; valid: compression, fuzzy_in_context_recall, image, "
+            "in_context_recall, induction, listops, memorization, mqar, noisy_in_context_recall, pathfinder, "
+            "pathx, retrieval, selective_copying, text (did you mean task=listops?)",
         ),
         ("attention=nystrm", "(did you mean attention=nystrom?)"),
         ("trainer.max_step=20", "trainer.max_step is not a config key; did you mean trainer.max_steps?"),

@@ -18,6 +18,7 @@ READS_COMPOSED_CONFIG = {
     "lra.job.train",
     "lra.job.resolve",
     "lra.job.checks",
+    "lra.job.attention_checks",
     "lra.job.shortcuts",
     "lra.job.resolvers",
     "lra.job.run_identity",  # a job's identity is its whole config, as plain data

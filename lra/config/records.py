@@ -2,7 +2,8 @@
 config (``lra.resolve.job_records``) and handed to that part's builder alone.
 
 - ``DataRecord``: the datamodule (``lra.data``), from ``task.*`` (set, shapes, batch), ``data_root``,
-  ``num_workers``, ``seed``, ``debug_data_size``.
+  ``num_workers``, ``seed``, ``debug_data_size``; with a ``RecallRecord`` (``task.generator``) when the
+  task's examples come from a recall generator of ``data_prep.recall`` instead of a prepared set.
 - ``ModelRecord``: the encoder (``LRAClassifier``), from ``model.*``, ``attention.*`` and the task's shapes.
 - ``OptimRecord``: the LightningModule (``LRALitModule``), from ``task.lr/weight_decay/warmup_steps``
   and ``protocol.*``.
@@ -27,6 +28,17 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class RecallRecord:
+    """A generated recall task (``task.generator``): the generator's name and options, and the sizes of
+    its fixed sets, each drawn from the run's seed."""
+
+    generator: str  # a task of data_prep.recall.TASKS
+    options: dict[str, Any]  # its options (the rest at their defaults)
+    train_examples: int  # the fixed training set, cycled in epochs
+    test_examples: int  # the fixed test set (validation uses it too)
+
+
+@dataclass(frozen=True)
 class DataRecord:
     """The prepared set ``dataset`` under ``root`` in batches of ``batch_size`` examples; the shapes the
     model is built for, which the set must match."""
@@ -43,6 +55,7 @@ class DataRecord:
     seed: int
     small_size: int | None  # debug_data_size: a small stand-in set when the recipe's is missing
     accumulate: int  # trainer.accumulate_grad_batches: batches per optimizer step
+    recall: RecallRecord | None = None  # generated examples instead of the prepared set
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class ModelRecord:
     attention: dict[str, Any]  # the resolved attention node: _target_, _partial_, name and options
     options: dict[str, Any]  # the model's keyword options (conf/model/, ``compile`` aside)
     compile: bool
+    head: str = "sequence"  # sequence: one class per example (LRA) | token: one per position (recall)
+    state_size: int | None = None  # numbers per layer the attention carries across the sequence
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,7 @@ class OptimRecord:
     eps: float
     attention_name: str  # names the attention in a non-finite loss's error
     finite_check_every: int
+    token_level: bool = False  # loss and accuracy over the labelled positions (the token head)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ need the prepared data (sequence length, vocabulary, a batch larger than the tra
 from __future__ import annotations
 
 import inspect
-import operator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,7 +20,6 @@ import lightning as L
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-import attention_zoo
 from attention_zoo.option_types import (
     Bounds,
     NonNegativeFloat,
@@ -34,9 +32,10 @@ from attention_zoo.option_types import (
 from attention_zoo.rotary import RopeFraction
 from lra.config.errors import ConfigError
 from lra.config.hydra_errors import nearest
+from lra.data.recall import recall_task
+from lra.job.attention_checks import check_attention, check_causal, check_rotary
 from lra.job.checkpoint_files import CHECKPOINT_DIR, WEIGHTS_FILE, WEIGHTS_HINT
 from lra.job.loggers import check_loggers
-from lra.job.shortcuts import subject
 from lra.model.heads import ACTIVATIONS, DUAL_FEATURES, POOLINGS
 from lra.model.norms import NORMS
 from lra.model.positions import POSITION_KINDS
@@ -79,6 +78,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "model.mixer_dropout": Probability,
     "model.decay_norms_biases": bool,
     "model.classifier_activation": Literal[tuple(ACTIVATIONS)],
+    "model.causal": bool,
     "protocol.schedule": Literal[tuple(SCHEDULES)],
     "protocol.clip": Literal["norm", "value", None],  # Lightning's gradient_clip_algorithm, or no clipping
     "protocol.clip_value": PositiveFloat,
@@ -94,6 +94,8 @@ CONFIG_KEYS: dict[str, Any] = {
     "steady_heap": bool,
     "pretrain.mode": Literal["none", "masked"],
 }
+# The keys of a recall task (``task.generator``), checked when it has one.
+RECALL_KEYS = {"task.train_examples": PositiveInt, "task.test_examples": PositiveInt}
 # The keys of ``pretrain=masked`` (conf/pretrain/masked.yaml), checked when it is chosen.
 PRETRAIN_KEYS: dict[str, Any] = {
     "pretrain.mask_prob": OpenFraction,
@@ -109,11 +111,7 @@ PRETRAIN_KEYS: dict[str, Any] = {
 BETA = OptionType.of(Probability)
 KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in CONFIG_KEYS.items()}
 PRETRAIN_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in PRETRAIN_KEYS.items()}
-
-# Attention options bounded by another key: option -> (bound key, comparison, reason).
-OPTION_BOUNDS = {
-    "num_landmarks": ("task.seq_len", operator.le, "at most one landmark per position"),
-}
+RECALL_KEY_TYPES = {key: OptionType.of(annotation) for key, annotation in RECALL_KEYS.items()}
 
 
 def is_masked(cfg: DictConfig) -> bool:
@@ -182,45 +180,6 @@ def check_widths(cfg: DictConfig) -> None:
         raise ConfigError(f"protocol.adam_betas={betas!r} is invalid: it must be two numbers in [0, 1)")
 
 
-def attention_options(attention: DictConfig) -> dict[str, Any]:
-    """The core's own options in an attention config node (its ``_target_``, ``_partial_`` and name aside)."""
-    return {key: value for key, value in attention.items() if key not in ("_target_", "_partial_", "name")}
-
-
-def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
-    """The attention is registered, its options are valid and within the bounds the task sets; the
-    error of an option that a shortcut set names the shortcut (``lra.shortcuts``: ``raw``, the
-    unresolved config, tells)."""
-    attention = cfg.attention
-    names = attention_zoo.available()
-    if attention.name not in names:
-        skipped = "".join(f" ({line})" for line in attention_zoo.plugins.SKIPPED)
-        raise ConfigError(
-            f"attention.name={attention.name!r} is not registered; valid names: {', '.join(names)}{skipped}"
-        )
-    try:
-        attention_zoo.spec(attention.name).checked(attention_options(attention))
-    except ValueError as error:
-        raise ConfigError(str(error).splitlines()[0]) from None
-    for option, (bound_key, compare, reason) in OPTION_BOUNDS.items():
-        if option in attention:
-            bound = OmegaConf.select(cfg, bound_key)
-            if not compare(attention[option], bound):
-                named = subject(cfg if raw is None else raw, f"attention.{option}", attention[option])
-                raise ConfigError(f"{named} exceeds {bound_key}={bound} ({reason})")
-
-
-def check_rotary(cfg: DictConfig) -> None:
-    """``model.position=rope`` only with an attention that takes rotary positions
-    (``attention_zoo.check_rope``: a core that forms q·k; never a mixer)."""
-    if cfg.model.position != "rope":
-        return
-    try:
-        attention_zoo.check_rope(cfg.attention.name)
-    except ValueError as error:
-        raise ConfigError(f"model.position=rope: {error}".splitlines()[0]) from None
-
-
 def check_schedule(cfg: DictConfig) -> None:
     """The one-cycle schedule peaks at ``task.warmup_steps``, which must lie within the fine-tuning:
     torch's ``OneCycleLR`` divides by zero unless ``2 <= warmup_steps < steps``."""
@@ -251,6 +210,21 @@ def check_pretrain(cfg: DictConfig) -> None:
         weights_file(Path(cfg.pretrain["from"]))
 
 
+def check_recall(cfg: DictConfig) -> None:
+    """A recall task (``task.generator``): its generator builds from these options (one line naming a bad
+    option, pairs that do not fit the length, a vocabulary too small), before anything resolves its
+    shapes; its set sizes are valid; it trains from scratch on one sequence an example."""
+    if cfg.task.get("generator") is None:
+        return
+    recall_task(OmegaConf.to_container(cfg.task.generator, resolve=True))
+    check_values(cfg, RECALL_KEY_TYPES)
+    if cfg.task.dual or is_masked(cfg):
+        raise ConfigError(
+            f"task={cfg.task.name} (a recall generator) needs task.dual=false and pretrain=none, got "
+            f"task.dual={cfg.task.dual}, pretrain={cfg.pretrain.mode}"
+        )
+
+
 def check_trainer(cfg: DictConfig) -> None:
     """Every ``trainer.*`` key is an argument of Lightning's Trainer (``+trainer.KEY=V`` adds any key)."""
     arguments = list(inspect.signature(L.Trainer.__init__).parameters)
@@ -263,6 +237,7 @@ def check_trainer(cfg: DictConfig) -> None:
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ``ConfigError`` (one line) for the first problem in ``cfg``; nothing is trained or written."""
+    check_recall(cfg)  # a recall task's shapes resolve from its generator
     raw, cfg = cfg, resolved(cfg)
     check_values(cfg)
     check_widths(cfg)
@@ -271,4 +246,5 @@ def check_config(cfg: DictConfig) -> None:
     check_schedule(cfg)
     check_attention(cfg, raw)
     check_rotary(cfg)
+    check_causal(cfg)
     check_loggers(OmegaConf.to_container(cfg.logger, resolve=True))

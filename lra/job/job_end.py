@@ -110,7 +110,7 @@ def record_outcome(record: SummaryRecord, state: JobState) -> dict[str, Any]:
         device=device_description(parts.trainer if parts else None, record.accelerator),
         started=state.started,
         output_dir=state.run_dir,
-        data=datamodule.description() if datamodule is not None and datamodule.prepared else None,
+        data=None if datamodule is None else datamodule.description(),
         resumed_from=state.resumed_from,
         pretrain=state.pretrain,
     )

@@ -18,16 +18,20 @@ from lra.config.records import (
     ModelRecord,
     OptimRecord,
     PretrainRecord,
+    RecallRecord,
     RunRecord,
     SummaryRecord,
     TrainerRecord,
 )
+from lra.job.attention_checks import state_size
 from lra.job.checks import check_config, is_masked, resolved, stage_steps, weights_file
 from lra.job.run_identity import comparable, job_record
 from lra.model.pretraining import MASK_TOKENS
 from lra.results.summary_json import pretrain_record as summary_pretrain
 
 TRAINING_ONLY_OPTIONS = ("attention_dropout",)  # attention options that leave the weights' meaning alone
+# The sequence head's options (conf/model/), which the token head of a recall task has no use for.
+SEQUENCE_HEAD_OPTIONS = ("classifier_dim", "classifier_activation", "pooling", "dual_features")
 
 
 def plain_config(cfg: DictConfig) -> tuple[dict[str, Any], bool]:
@@ -58,6 +62,24 @@ def summary_record(cfg: DictConfig, job_overrides: Sequence[str] = ()) -> Summar
     )
 
 
+def is_recall(cfg: DictConfig) -> bool:
+    """Whether the task's examples come from a recall generator (``task.generator``)."""
+    return cfg.task.get("generator") is not None
+
+
+def recall_record(cfg: DictConfig) -> RecallRecord | None:
+    """The recall generator and its sets' sizes (None for a prepared set)."""
+    if not is_recall(cfg):
+        return None
+    options = OmegaConf.to_container(cfg.task.generator, resolve=True)
+    return RecallRecord(
+        generator=options.pop("name"),
+        options=options,
+        train_examples=cfg.task.train_examples,
+        test_examples=cfg.task.test_examples,
+    )
+
+
 def data_record(cfg: DictConfig, batch_size: int) -> DataRecord:
     """The task's loaders in batches of ``batch_size`` (each stage has its own)."""
     task = cfg.task
@@ -74,13 +96,18 @@ def data_record(cfg: DictConfig, batch_size: int) -> DataRecord:
         seed=cfg.seed,
         small_size=cfg.debug_data_size,
         accumulate=cfg.trainer.accumulate_grad_batches,
+        recall=recall_record(cfg),
     )
 
 
 def model_record(cfg: DictConfig) -> ModelRecord:
-    """The encoder; its vocabulary has [MASK] too when the run self-pretrains."""
+    """The encoder under its head (a recall task's: one prediction a position); its vocabulary has
+    [MASK] too when the run self-pretrains."""
     options = OmegaConf.to_container(cfg.model, resolve=True)
     compile_encoder = options.pop("compile")
+    head = "token" if is_recall(cfg) else "sequence"
+    if head == "token":
+        options = {key: value for key, value in options.items() if key not in SEQUENCE_HEAD_OPTIONS}
     return ModelRecord(
         vocab_size=cfg.task.vocab_size + (MASK_TOKENS if is_masked(cfg) else 0),
         num_classes=cfg.task.num_classes,
@@ -89,6 +116,8 @@ def model_record(cfg: DictConfig) -> ModelRecord:
         attention=OmegaConf.to_container(cfg.attention, resolve=True),
         options=options,
         compile=compile_encoder,
+        head=head,
+        state_size=state_size(cfg),
     )
 
 
@@ -110,6 +139,7 @@ def optim_record(cfg: DictConfig, steps: int) -> OptimRecord:
         eps=protocol.adam_eps,
         attention_name=cfg.attention.name,
         finite_check_every=cfg.trainer.log_every_n_steps,
+        token_level=is_recall(cfg),
     )
 
 

@@ -11,6 +11,10 @@
 - ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
 - ``${lra.locality_windows:SEQ_LEN,CLS_TOKEN}``: the windows ``experiment=locality`` sweeps for that
   length, ``8,16,32,...`` up to the first that covers every key (``locality_windows``).
+- ``${lra.not:VALUE}``: the boolean negation, e.g. ``bidirectional: ${lra.not:${model.causal}}``: a
+  mixer scans one way under ``model.causal=true``, both ways otherwise.
+- ``${lra.recall_shape:KEY}``: ``seq_len``, ``vocab_size`` or ``num_classes`` of the recall task that
+  ``task.generator`` builds (``data_prep.recall``), so a recall task's shapes are stated once.
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ def budget(default: int, *, _root_: DictConfig) -> Any:
     """``features`` when set at the top level of the config, else ``default``."""
     features = _root_.get("features")
     return default if features is None else features
+
+
+def recall_shape(key: str, *, _root_: DictConfig) -> int:
+    """``key`` (one of ``SHAPES``) of the task ``task.generator`` builds."""
+    from lra.data.recall import SHAPES, recall_task  # torch and Lightning, only for a recall task
+
+    if key not in SHAPES:
+        raise ValueError(f"lra.recall_shape:{key}: valid keys are {', '.join(SHAPES)}")
+    return getattr(recall_task(OmegaConf.to_container(_root_.task.generator, resolve=True)), key)
 
 
 def default_precision(accelerator: str) -> str:
@@ -92,3 +105,5 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.study_name", study_name, replace=True)
     OmegaConf.register_new_resolver("lra.config_groups", user_config_groups, replace=True)
     OmegaConf.register_new_resolver("lra.locality_windows", locality_windows, replace=True)
+    OmegaConf.register_new_resolver("lra.recall_shape", recall_shape, replace=True)
+    OmegaConf.register_new_resolver("lra.not", lambda value: not value, replace=True)

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from lra.config.errors import ConfigError
 from lra.config.records import DataRecord, JobRecords, ModelRecord, OptimRecord, TrainerRecord
-from lra.data import LRADataModule
+from lra.data import LRADataModule, datamodule_of
 from lra.job.callbacks import BestCheckpointInWindow, EfficiencyMonitor
 from lra.job.job_end import failures_noted, record_outcome, report_completed
 from lra.job.job_state import JobState, TrainerParts
@@ -44,16 +44,19 @@ from lra.job.score_memory import warning_before_run
 from lra.job.trainers import best_checkpoint, stage_trainer
 from lra.model.encoder import LRAClassifier
 from lra.model.module import LRALitModule
-from lra.results.summary_json import now_iso
+from lra.model.token_head import TokenClassifier
+from lra.results.summary_json import STATE_SIZE, now_iso
 
 log = logging.getLogger(__name__)
 
+HEADS = {"sequence": LRAClassifier, "token": TokenClassifier}  # ModelRecord.head -> the model
 
-def build_model(record: ModelRecord) -> LRAClassifier:
-    """The shared encoder of ``record`` with its attention in every layer; a ``ConfigError`` (one line)
-    when an argument is invalid."""
+
+def build_model(record: ModelRecord) -> LRAClassifier | TokenClassifier:
+    """The shared encoder of ``record`` with its attention in every layer, under the head it names; a
+    ``ConfigError`` (one line) when an argument is invalid."""
     try:
-        model = LRAClassifier(
+        model = HEADS[record.head](
             vocab_size=record.vocab_size,
             num_classes=record.num_classes,
             seq_len=record.seq_len,
@@ -84,11 +87,12 @@ def build_module(record: OptimRecord, model: LRAClassifier) -> LRALitModule:
         finite_check_every=record.finite_check_every,
         betas=record.betas,
         eps=record.eps,
+        token_level=record.token_level,
     )
 
 
 def build_datamodule(record: DataRecord) -> LRADataModule:
-    return LRADataModule.of_record(record)
+    return datamodule_of(record)
 
 
 def build_trainer(record: TrainerRecord, output_dir: Path, loggers: list[Logger]) -> TrainerParts:
@@ -158,6 +162,8 @@ def train_and_test(records: JobRecords, plan: RunPlan, state: JobState) -> None:
     if run.masked:  # fine-tuning draws the same however (and whether in this job) it was pretrained
         L.seed_everything(run.seed, workers=True, verbose=False)
     parts = state.parts = build_trainer(records.trainer, plan.directory, state.loggers)
+    if records.model.state_size is not None:  # logged and kept with the efficiency monitor's model/*
+        parts.efficiency.metrics[STATE_SIZE] = records.model.state_size
     finetuned_from = None if is_pretraining_checkpoint(plan.checkpoint) else plan.checkpoint
     parts.trainer.fit(module, datamodule=datamodule, ckpt_path=finetuned_from)
     state.metrics = tested_metrics(parts, module, datamodule)

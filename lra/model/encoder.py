@@ -16,9 +16,9 @@ mixer's output (``mixer_dropout``), no weight decay on the blocks' biases and no
 (``decay_norms_biases=False``) and a linear classifier (``classifier_dim=[]``).
 
 The attention is a factory that the encoder calls once per layer with the shapes it knows,
-``attention(dim=dim, head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)``, e.g.
-``functools.partial(attention_zoo.build_attention, "nystrom", num_landmarks=64)``. It returns a core,
-which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``attention_zoo.is_mixer``) in its place.
+``attention(dim=dim, head_dim=qkv_dim // num_heads, num_heads=num_heads, seq_len=positions)`` (and
+``causal=True`` under ``causal``), e.g. ``partial(attention_zoo.build_attention, "nystrom")``. It returns a
+core, which the block wraps in ``MultiHeadSelfAttention``, or a mixer (``is_mixer``) to hold in its place.
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def padding_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
 class AttentionFactory(Protocol):
     """Builds a layer's attention core or mixer from its shapes (``attention_zoo.build_attention``)."""
 
-    def __call__(self, *, dim: int, head_dim: int, num_heads: int, seq_len: int) -> nn.Module: ...
+    def __call__(
+        self, *, dim: int, head_dim: int, num_heads: int, seq_len: int, **causal: bool
+    ) -> nn.Module: ...
 
 
 class EncoderBlock(nn.Module):
@@ -124,6 +126,7 @@ class Encoder(nn.Module):
     ``encode`` gives every position's state, the CLS token's first when ``cls_token`` (B, 1 + N, dim).
     Positions are learned (``learn_pos_emb``) or LRA's fixed sinusoids, or absent (``positions=False``);
     ``position="rope"`` rotates ``rope_fraction`` of each head's q and k instead, with no absolute embedding.
+    ``causal`` builds every layer's attention in its causal form (the factory gets ``causal=True``).
     """
 
     def __init__(
@@ -149,6 +152,7 @@ class Encoder(nn.Module):
         decay_norms_biases: bool = True,
         position: str = "absolute",
         rope_fraction: float = 1.0,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         choice("norm", norm, NORMS)
@@ -167,12 +171,8 @@ class Encoder(nn.Module):
         self.register_buffer("position_table", fixed, persistent=False)  # LRA's table, not a parameter
         self.cls = nn.Parameter(torch.zeros(1, 1, dim)) if cls_token else None
         self.dropout = nn.Dropout(dropout)
-        shapes = {
-            "dim": dim,
-            "head_dim": qkv_width // num_heads,
-            "num_heads": num_heads,
-            "seq_len": length,
-        }
+        shapes = {"dim": dim, "head_dim": qkv_width // num_heads, "num_heads": num_heads, "seq_len": length}
+        shapes |= {"causal": True} if causal else {}  # a factory without a causal form need not know it
         rope = rope_fraction if position == "rope" else None
         block_options = {
             "norm": norm,

@@ -1,6 +1,6 @@
-"""The LightningModule: cross-entropy training of an ``LRAClassifier`` with AdamW and a schedule of
-``lra.schedules``; accuracy over whole validation and test splits; the best validation accuracy within
-the selection window."""
+"""The LightningModule: cross-entropy training of an ``LRAClassifier`` (one class an example) or a
+``TokenClassifier`` (one a labelled position) with AdamW and a schedule of ``lra.schedules``; accuracy
+over whole validation and test splits; the best validation accuracy within the selection window."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from torch import nn
 from torchmetrics import MaxMetric, MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
+from lra.data import IGNORE
 from lra.model.schedules import build_schedule
 
 # AdamW settings of the reference LRA PyTorch code (Nyströmformer / Skyformer).
@@ -131,7 +132,9 @@ class LRALitModule(L.LightningModule):
     and ``test/acc`` (accuracy: torchmetrics, over the whole split); a test pass with
     ``testing_final_weights`` set logs ``test/loss_final`` and ``test/acc_final`` instead.
     ``schedule`` names a schedule of ``lra.schedules`` with ``warmup_steps`` and ``max_steps``;
-    ``betas`` and ``eps`` are AdamW's.
+    ``betas`` and ``eps`` are AdamW's. ``token_level``: the model predicts at every position
+    (logits (B, N, C), labels (B, N)); loss and accuracy count the labelled positions only (labels
+    other than ``IGNORE``), each query once.
     ``val/acc_best`` counts only the evaluations in the selection window (``in_selection_window``:
     after step ``selectable_after``), which ``lra.callbacks.BestCheckpointInWindow`` also asks to
     choose the checkpoint that is tested. A NaN or infinite training loss raises
@@ -153,9 +156,11 @@ class LRALitModule(L.LightningModule):
         finite_check_every: int = 50,
         betas: tuple[float, float] = ADAM_BETAS,
         eps: float = ADAM_EPS,
+        token_level: bool = False,
     ) -> None:
         super().__init__()
         self.model = model
+        self.token_level = token_level
         self.lr = lr
         self.weight_decay = weight_decay
         self.warmup_steps = warmup_steps
@@ -166,9 +171,10 @@ class LRALitModule(L.LightningModule):
         self.selectable_after = selectable_after
         self.nonfinite = NonFiniteLossWatch(attention_name, finite_check_every)
         # validate_args=False: its input checks read values back from the device every step.
-        self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
-        self.val_acc = MulticlassAccuracy(num_classes, average="micro")
-        self.test_acc = MulticlassAccuracy(num_classes, average="micro")
+        ignored = {"ignore_index": IGNORE} if token_level else {}
+        self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False, **ignored)
+        self.val_acc = MulticlassAccuracy(num_classes, average="micro", **ignored)
+        self.test_acc = MulticlassAccuracy(num_classes, average="micro", **ignored)
         self.val_loss = MeanMetric()
         self.test_loss = MeanMetric()
         self.val_acc_best = MaxMetric()
@@ -178,9 +184,17 @@ class LRALitModule(L.LightningModule):
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.model(tokens, lengths)
 
-    def training_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
+    def scored(self, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's logits and labels: (B, C), (B,); or every position's, (B·N, C), (B·N), when
+        ``token_level`` (unlabelled positions hold ``IGNORE``, which loss and accuracy skip)."""
         tokens, lengths, labels = batch
         logits = self(tokens, lengths)
+        if self.token_level:
+            return logits.flatten(0, 1), labels.flatten()  # (B·N, C), (B·N)
+        return logits, labels
+
+    def training_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
+        logits, labels = self.scored(batch)
         loss = F.cross_entropy(logits.float(), labels)
         self.nonfinite.observe(loss, self.global_step)
         self.train_acc(logits, labels)
@@ -191,9 +205,12 @@ class LRALitModule(L.LightningModule):
     def evaluate(
         self, batch: tuple[torch.Tensor, ...], loss_metric: MeanMetric, acc_metric: MulticlassAccuracy
     ) -> None:
-        tokens, lengths, labels = batch
-        logits = self(tokens, lengths)
-        loss_metric.update(F.cross_entropy(logits.float(), labels, reduction="none"))
+        logits, labels = self.scored(batch)
+        losses = F.cross_entropy(logits.float(), labels, reduction="none")  # 0 where IGNORE
+        if self.token_level:  # the mean over the labelled positions
+            loss_metric.update(losses, (labels != IGNORE).to(losses.dtype))
+        else:
+            loss_metric.update(losses)
         acc_metric.update(logits, labels)
 
     def on_validation_start(self) -> None:

@@ -28,6 +28,7 @@ from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, LOCALITY, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table, with_killed
+from lra.report.recall import RECALL_VS_STATE
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.selection import Selection, add_selection_arguments
 from lra.report.studies import studies_section
@@ -148,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     papers = [args.paper] if args.paper else list(PAPERS)
     completed = latest_per_seed(runs)
     report = ReportInput(completed, *read_curves(completed))
-    specs = [spec for name in papers for spec in PAPERS[name].figures] + [ACCURACY_VS_TIME, LOCALITY]
+    specs = [spec for name in papers for spec in PAPERS[name].figures]
+    specs += [ACCURACY_VS_TIME, LOCALITY, RECALL_VS_STATE]
     writable_folder(args.out, "--out")
     written = write_figures(specs, report, args.out)
     command = rerun_command("lra.report", argv)

@@ -12,6 +12,7 @@ from lra.report import figures
 from lra.report.configurations import common_options_line, usual_values_line
 from lra.report.locality import locality_figure, locality_table
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
+from lra.report.recall import RECALL_VS_STATE, is_recall, recall_blocks
 from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_and_superseded
 from lra.report.spt import spt_section
 from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table
@@ -193,6 +194,8 @@ def build_report(
         *(block for name in papers for block in paper_blocks(name, report, written)),
         *figure_block(ACCURACY_VS_TIME, written, report),
         *(figure_block(LOCALITY, written, report) if locality_table(completed) else []),
+        *(figure_block(RECALL_VS_STATE, written, report) if any(map(is_recall, completed)) else []),
+        *recall_blocks(report),
         "## Failed, NaN and interrupted jobs",
         failed_section(runs),
         "## Runs superseded by a rerun",

@@ -33,8 +33,10 @@ METRIC_KEYS = (
     "perf/train_time_s",
     "model/params",
     "model/mixer_params",
+    "model/state_size",
     "train/steps",
 )
+STATE_SIZE = "model/state_size"  # numbers per layer the attention carries across the sequence
 VERSIONED_PACKAGES = {
     "torch": "torch",
     "lightning": "lightning",

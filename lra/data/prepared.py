@@ -188,10 +188,12 @@ class LRADataModule(L.LightningDataModule):
             for name, split in (("train", "train"), ("val", val_split), ("test", "test"))
         }
 
-    def description(self) -> dict:
-        """What summary.json records of the prepared set (after ``setup``): the recipe, the set it
+    def description(self) -> dict | None:
+        """What summary.json records of the prepared set (None before ``setup``): the recipe, the set it
         resolved to, its source, generator/split seed, the command that rebuilds it and each split's
         majority-class share."""
+        if self.prepared is None:
+            return None
         meta = self.prepared.meta
         return {
             "dataset": self.dataset,

@@ -1,0 +1,97 @@
+"""The recall tasks in the ``task=`` group (conf/task/, docs/diagnostics.md): each composes with its
+generator's shapes, resolves into a ``RecallRecord`` and a token head, records its state size, stops
+on bad input with one line before training, and trains end to end."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CONF_DIR, compose_config
+from omegaconf import OmegaConf
+
+import attention_zoo
+from data_prep.recall import TASKS, build
+from lra.config.errors import ConfigError
+from lra.job.checks import check_config
+from lra.job.resolve import job_records
+from lra.job.train import run
+
+TINY = ["trainer=smoke", "logger=none", "task.batch_size=4", "task.train_examples=8", "task.test_examples=4"]
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_every_recall_task_resolves_its_shapes_from_its_generator(task):
+    cfg = compose_config([f"task={task}", "attention=standard"])
+    records = job_records(cfg)
+    generator = dict(cfg.task.generator)
+    built = build(generator.pop("name"), **generator)
+    assert (cfg.task.seq_len, cfg.task.vocab_size, cfg.task.num_classes) == (
+        built.seq_len, built.vocab_size, built.num_classes,
+    )  # fmt: skip
+    assert records.data.recall.generator == task and records.data.recall.options == generator
+    assert (records.model.head, records.optim.token_level) == ("token", True)
+    assert "classifier_dim" not in records.model.options
+    assert records.model.state_size == 2 * built.seq_len * cfg.model.dim  # standard: every key and value
+    assert records.trainer.max_steps == cfg.task.max_steps
+
+
+def test_an_lra_task_keeps_its_sequence_head_and_steps():
+    records = job_records(compose_config(["task=listops", "attention=nystrom"]))
+    assert (records.data.recall, records.model.head, records.optim.token_level) == (None, "sequence", False)
+    assert records.trainer.max_steps == 50000 and records.model.state_size == 2 * 64 * 64
+
+
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        (["task=mqar", "+task.generator.seq_len=128"], "task.generator: mqar has no option 'seq_len': valid"),
+        (["task=in_context_recall", "+task.generator.num_kv_pairs=4"], "in_context_recall has no option"),
+        (["task=mqar", "task.generator.num_kv_pairs=40"], "does not fit input_seq_len=64: valid range 1..16"),
+        (["task=mqar", "task.generator.vocab_size=10"], "vocab_size=10 is too small .*: valid range >= 18"),
+        (["task=mqar", "task.train_examples=0"], "task.train_examples=0 is invalid"),
+        (["task=mqar", "attention=nystrom", "model.causal=true"], "'nystrom' has no causal form; the causal"),
+        (["task=mqar", "attention=s4d", "model.causal=true", "attention.bidirectional=true"],
+         "'s4d': causal=True needs bidirectional=false, got true"),
+    ],
+)  # fmt: skip
+def test_bad_input_stops_at_the_config_check_in_one_line(overrides, line):
+    with pytest.raises(ConfigError, match=line) as raised:
+        check_config(compose_config(overrides))
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("mixer", ["s4d", "mamba"])
+def test_a_mixer_scans_one_way_under_causal_and_both_ways_otherwise(mixer):
+    for causal in (False, True):
+        cfg = compose_config(["task=mqar", f"attention={mixer}", f"model.causal={str(causal).lower()}"])
+        check_config(cfg)
+        assert cfg.attention.bidirectional is not causal
+
+
+def test_a_causal_recall_run_trains_and_records_its_state_size(tmp_path):
+    overrides = ["task=mqar", "attention=s4d", "model.causal=true", "task.generator.vocab_size=32", *TINY]
+    summary = run(compose_config(overrides), tmp_path)
+    assert summary["status"] == "completed", summary["error"]
+    expected = attention_zoo.state_size("s4d", seq_len=64, dim=64, causal=True, bidirectional=False)
+    assert summary["metrics"]["model/state_size"] == expected == 64 * 64
+    assert summary["data"]["generator"]["vocab_size"] == 32 and summary["data"]["seed"] == 0
+    assert 0 <= summary["metrics"]["test/acc"] <= 1
+
+
+@pytest.mark.parametrize(
+    ("preset", "expected"),
+    [
+        ("zoology", {"task.name": "mqar", "task.generator.num_kv_pairs": 4, "task.batch_size": 512,
+                     "trainer.max_steps": 12480, "model.depth": 2, "model.ffn_dim": 0, "model.num_heads": 1}),
+        ("mad", {"task.name": "in_context_recall", "task.batch_size": 128, "trainer.max_steps": 20000,
+                 "model.dim": 128, "model.num_heads": 16, "model.dropout": 0.0}),
+    ],
+)  # fmt: skip
+def test_the_recall_presets_are_causal_and_sweep_their_sources_grids(preset, expected):
+    cfg = compose_config([f"experiment={preset}", "attention=mamba"])
+    check_config(cfg)
+    assert {key: OmegaConf.select(cfg, key) for key in expected} == expected
+    assert cfg.model.causal and cfg.attention.bidirectional is False
+    swept = OmegaConf.load(CONF_DIR / "experiment" / f"{preset}.yaml").hydra.sweeper.params
+    assert set(swept) == (
+        {"model.dim", "task.lr"} if preset == "zoology" else {"task", "task.lr", "task.weight_decay"}
+    )
