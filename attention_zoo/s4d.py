@@ -24,7 +24,7 @@ only, as in the S4 repository's ``FFTConv(bidirectional=True)``, whose kernel ha
 
 ``A`` and ``dt`` are trained at their own learning rate ``lr`` (``dt`` at ``dt_lr`` when it is set:
 the S4 repository's ``lr: {dt: ..., A: ...}``) without weight decay, declared on the parameters as
-``_optim`` (the S4 repository's convention, read by ``lra.module``). C is an ordinary parameter, as in
+``_optim`` (the S4 repository's convention, read by ``lra.model.module``). C is an ordinary parameter, as in
 s4d.py, unless ``c_lr`` is set: then it trains at that rate with the run's weight decay, as the S4
 repository's diagonal kernel registers it (``kernels/ssm.py`` ``SSMKernelDiag``: ``lr_dict['C']``, no
 ``wd``). D is an ordinary parameter.

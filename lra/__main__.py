@@ -52,7 +52,7 @@ def main(cfg: DictConfig) -> float:
     logging.getLogger("lightning").handlers.clear()
     # Lightning 2.6 with torch >= 2.10 warns on every step about an internal pytree call.
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
-    # Its advice on mid-epoch resumes: the loader's position travels in lra.training_state's callback.
+    # Its advice on mid-epoch resumes: the loader's position travels in lra.job.training_state's callback.
     warnings.filterwarnings("ignore", message=r".*resuming from a checkpoint that ended before the epoch")
     output_dir = Path(hydra_config.runtime.output_dir)
     job_overrides = list(hydra_config.overrides.task)

@@ -1,5 +1,5 @@
-"""Checkpoint files a run can trust (``lra.checkpoint_files``): atomic writes, SHA-256 stamps beside
-them, verification before loading, and no partial file left by a full disk (``lra.disk_full``)."""
+"""Checkpoint files a run can trust (``lra.job.checkpoint_files``): atomic writes, SHA-256 stamps beside
+them, verification before loading, and no partial file left by a full disk (``lra.job.disk_full``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``csv/metrics.csv`` on a full disk (``lra.csv_metrics``): no partial row, no emptied file, and the
+"""``csv/metrics.csv`` on a full disk (``lra.job.csv_metrics``): no partial row, no emptied file, and the
 rows wait in memory for the next save."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 then a SIGINT to process 0 alone at a later random step of the resumed run, each stop both processes at
 that step with one checkpoint and the status ``interrupted``; ``resume=auto`` continues the run in its
 folder each time, and it ends where an uninterrupted DDP run of the same config ends
-(``lra.agreed_stop``, ``lra.rank_plan``)."""
+(``lra.job.agreed_stop``, ``lra.job.rank_plan``)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def close(first: float, second: float) -> bool:
 
 def stop_and_check(args: list[str], cwd: Path, name: str, step: int) -> Path:
     """Run ``args``, which send ``name`` after ``step``; check that both processes stopped at that step
-    (the next one, when it ends an epoch: ``lra.agreed_stop.epoch_ends_here``) with one line, the
+    (the next one, when it ends an epoch: ``lra.job.agreed_stop.epoch_ends_here``) with one line, the
     status and the checkpoint."""
     step += step % STEPS_PER_EPOCH == 0
     where = f"{name} at step {step}"

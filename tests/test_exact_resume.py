@@ -1,6 +1,6 @@
 """A run interrupted mid-epoch and resumed ends, on the CPU, exactly where an uninterrupted run ends:
 the same weights (``torch.equal``), losses and metrics, since the checkpoint carries the training
-sampler's position and the RNG states (``lra.training_state``)."""
+sampler's position and the RNG states (``lra.job.training_state``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Self-pretraining (``pretrain=masked``; lra.pretraining, lra.pretrain_stage): what is masked and
+"""Self-pretraining (``pretrain=masked``; lra.model.pretraining, lra.job.pretrain_stage): what is masked and
 scored, every attention through both stages, labels kept out, the weights fine-tuning starts from,
 ``pretrain.from``, the share of one budget, resume of either stage bit for bit, DDP, one-line errors.
 
-The runs train the tiny sets of ``conftest.py`` in this process (``lra.train.run``), as the other
+The runs train the tiny sets of ``conftest.py`` in this process (``lra.job.train.run``), as the other
 harness tests do; the resumed ones and DDP are marked slow.
 """
 

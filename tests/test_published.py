@@ -1,5 +1,5 @@
-"""The papers' numbers in ``lra.published_numbers``: every row of the tables the report and the benchmarks
-put ours beside, and the checks the papers' own figures allow."""
+"""The papers' numbers in ``lra.results.published_numbers``: every row of the tables the report and the
+benchmarks put ours beside, and the checks the papers' own figures allow."""
 
 from __future__ import annotations
 

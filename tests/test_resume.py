@@ -143,7 +143,7 @@ def test_sigkill_resumes_from_the_last_evaluation(data_root, tmp_path):
 
 
 def in_process(data_root: Path, *extra: str, attention: str = "standard", max_steps: int = MAX_STEPS):
-    """The config of ``short_run`` for ``lra.train.run`` in this process (CSV logger only)."""
+    """The config of ``short_run`` for ``lra.job.train.run`` in this process (CSV logger only)."""
     steps = [f"trainer.max_steps={max_steps}", f"task.eval_every={EVAL_EVERY}"]
     return compose_config(smoke_overrides(data_root, "listops", attention, *steps, *extra))
 

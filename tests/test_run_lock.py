@@ -1,4 +1,4 @@
-"""One writer per run folder (``lra.run_lock``): the lock itself, a holder in another process killed with
+"""One writer per run folder (``lra.job.run_lock``): the lock itself, a holder in another process killed with
 SIGKILL (no stale lock), and two ``python -m lra`` writing one folder at once."""
 
 from __future__ import annotations

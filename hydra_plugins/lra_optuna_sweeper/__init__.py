@@ -3,7 +3,7 @@ loop of ``lra.search.sweeper``.
 
 Hydra imports every module under ``hydra_plugins`` in any Hydra app, and only sweeper plugins found
 there can be instantiated: this module imports Optuna and the harness only when a search starts, so a
-checkout without the ``search`` extra runs everything else (``lra.extras`` names the extra when a
+checkout without the ``search`` extra runs everything else (``lra.config.extras`` names the extra when a
 command needs it).
 """
 

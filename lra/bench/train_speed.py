@@ -95,7 +95,8 @@ def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[s
         "Per task at its real shape (batch × sequence length, × 2 documents for retrieval) and attention: "
         "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
         "clipping as configured, optimizer and scheduler step; the module built from the composed Hydra "
-        f"config by `lra.train.build_module`) over {settings.steps} timed step(s) after {settings.warmup} "
+        f"config by `lra.job.train.build_module`) over {settings.steps} timed step(s) after "
+        f"{settings.warmup} "
         f"warm-up step(s), on a random batch with every position a real token; "
         + PRECISION_NOTE.format(", ".join(sorted({f"`{r.precision}`" for r in rows})))
         + ". "

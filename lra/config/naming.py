@@ -5,8 +5,8 @@ A sweep's job folders, W&B run names and final table name every option the sweep
 ``listops-nystrom-num_landmarks=16-s0`` instead of two ``listops-nystrom-s0``.
 
 The swept keys are read from the multirun command line once, when the sweep starts
-(``lra.summary_tables.SweepSummary.on_multirun_start`` calls ``record_swept_keys``), and handed to every job
-through the environment variable ``LRA_SWEPT_KEYS``, which local, joblib and SLURM (submitit) jobs
+(``lra.results.summary_tables.SweepSummary.on_multirun_start`` calls ``record_swept_keys``), and handed to
+every job through the environment variable ``LRA_SWEPT_KEYS``, which local, joblib and SLURM (submitit) jobs
 inherit. Each job takes its own values of those keys from its overrides. Task, attention and seed
 are in every name already; a single run varies nothing and is named ``{task}-{attention}-s{seed}``.
 """
@@ -22,7 +22,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 SWEPT_KEYS_ENV = "LRA_SWEPT_KEYS"
 ALWAYS_NAMED = ("task", "attention", "seed")
 # Keys (dotted below the top level) that say how or where a run executes, or how it is shown, not
-# what it computes: a run may resume with others, the report gives them one row (lra.run_identity),
+# what it computes: a run may resume with others, the report gives them one row (lra.job.run_identity),
 # and a search's name leaves them out (lra.search.study).
 IGNORED_KEYS = (
     "resume", "num_workers", "threads", "steady_heap", "data_root",

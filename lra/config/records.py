@@ -1,5 +1,5 @@
 """The typed records a run is built from: one frozen record a part, each resolved once from the composed
-config (``lra.resolve.job_records``) and handed to that part's builder alone.
+config (``lra.job.resolve.job_records``) and handed to that part's builder alone.
 
 - ``DataRecord``: the datamodule (``lra.data``), from ``task.*`` (set, shapes, batch), ``data_root``,
   ``num_workers``, ``seed``, ``debug_data_size``; with a ``RecallRecord`` (``task.generator``) when the
@@ -138,7 +138,7 @@ class RunRecord:
     task: str
     attention: str
     seed: int
-    job: dict[str, Any]  # name, options, preset, fingerprint (lra.run_identity.job_record)
+    job: dict[str, Any]  # name, options, preset, fingerprint (lra.job.run_identity.job_record)
     comparable: dict[str, Any]  # the config that makes it the job it is (run.json's "config")
     overrides: tuple[str, ...]  # its command-line overrides
     resume: str | None

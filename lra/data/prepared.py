@@ -27,7 +27,7 @@ class EpochPermutationSampler(DistributedSampler):
     ``set_epoch`` at the start of each one), not on how often or when a loader is iterated, so a run
     and any replay of it (a resumed run, the protocol parity tests) see the same batches. A run
     resumed mid-epoch starts its first pass at the index where the interrupted run stopped
-    (``resume_at``, from ``lra.training_state.TrainingOrderState``): the permutation rotated to start
+    (``resume_at``, from ``lra.job.training_state.TrainingOrderState``): the permutation rotated to start
     there, so that every pass yields ``len(self)`` indices; Lightning ends the resumed epoch after the
     batches the interrupted one had left (it counts them), and the rotated tail is never drawn.
 

@@ -12,7 +12,7 @@ and a rank signalled alone stops alone. ``AgreedStop`` replaces that connector f
   collective;
 - once agreed, every process sets Lightning's stop flag, and Lightning raises ``SIGTERMException`` on
   every rank after that same step (after its evaluation, when one is due): the ``last`` checkpoint is
-  saved on exception by every rank together, and ``lra.job_end`` records the run as interrupted. At
+  saved on exception by every rank together, and ``lra.job.job_end`` records the run as interrupted. At
   an epoch's last step the stop waits for the next step (``epoch_ends_here``).
 
 Outside training (the tests after ``fit``) a noted signal changes nothing: the run finishes.

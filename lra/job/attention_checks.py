@@ -28,7 +28,7 @@ def attention_options(attention: DictConfig) -> dict[str, Any]:
 
 def check_attention(cfg: DictConfig, raw: DictConfig | None = None) -> None:
     """The attention is registered, its options are valid and within the bounds the task sets; the
-    error of an option that a shortcut set names the shortcut (``lra.shortcuts``: ``raw``, the
+    error of an option that a shortcut set names the shortcut (``lra.job.shortcuts``: ``raw``, the
     unresolved config, tells)."""
     attention = cfg.attention
     names = attention_zoo.available()

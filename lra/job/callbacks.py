@@ -94,7 +94,7 @@ class EfficiencyMonitor(Callback):
     - ``perf/elapsed_s`` at each validation: the training time so far, validations included (the
       x axis of the report's validation curves, Skyformer Figure 2).
 
-    The pretraining stage's monitor (``lra.pretrain_stage``) logs that time as ``elapsed_key``
+    The pretraining stage's monitor (``lra.job.pretrain_stage``) logs that time as ``elapsed_key``
     (``pretrain/elapsed_s``) and keeps the rest in ``metrics`` only (``log_final=False``).
     """
 

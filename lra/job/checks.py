@@ -4,7 +4,7 @@
 validator checks every value: the attention registry's (``attention_zoo.registry.OptionType``), which
 reads a core's options from its annotations and the harness's own keys from ``CONFIG_KEYS``, written
 in the same annotations (``PositiveInt``, ``Probability``, ``Literal[...]``, ``X | None``). What only
-building can tell (the model's own arguments) fails in ``lra.train.build_model``, and checks that
+building can tell (the model's own arguments) fails in ``lra.job.train.build_model``, and checks that
 need the prepared data (sequence length, vocabulary, a batch larger than the training split) run in
 ``LRADataModule.setup``: all before the first training step.
 """

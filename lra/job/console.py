@@ -16,7 +16,7 @@ QUIET_ORIGINS: dict[tuple[str, str], str] = {
     ("setup", "_determine_batch_limits"): "'Trainer(limit_val_batches=1)' was configured: the config says so",
     ("model_checkpoint", "on_exception"): (
         "'An KeyboardInterrupt was raised with message': the run's own line names the step and the "
-        "best validation so far (lra.job_state)"
+        "best validation so far (lra.job.job_state)"
     ),
 }
 

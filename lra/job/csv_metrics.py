@@ -3,11 +3,11 @@ partial row and lets a full disk pass.
 
 Lightning's writer appends the rows it has gathered, and rewrites the whole file in place when a new
 column appears. On a full disk the first leaves half a row, which a resumed run would read back
-(``lra.loggers.continue_csv``), and the second empties the file. Here a save that adds a column
+(``lra.job.loggers.continue_csv``), and the second empties the file. Here a save that adds a column
 writes the whole file to a temporary one and renames it into place, an append that fails is cut
 back to where it began, and the gathered rows stay in memory for the next save. The CSV file is a
 log: a full disk there is warned about once, and the run goes on to its checkpoints and
-summary.json, which say it in one line (``lra.disk_full``) and keep the final metrics.
+summary.json, which say it in one line (``lra.job.disk_full``) and keep the final metrics.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def failures_noted(state: JobState) -> Iterator[None]:
         state.status, state.error, state.refused_folder = "failed", str(exception), True
     except EXPLAINED_ERRORS as exception:
         state.status, state.error = "failed", str(exception)
-    except SIGTERMException:  # SIGTERM or SIGINT, at the end of a step (lra.agreed_stop)
+    except SIGTERMException:  # SIGTERM or SIGINT, at the end of a step (lra.job.agreed_stop)
         saved = state.run_dir / CHECKPOINT_DIR
         signum = stop_signal(state.current_trainer())
         state.status = "interrupted"

@@ -2,12 +2,12 @@
 
 - ``wandb``: W&B, offline unless ``mode: online`` (then a login is required and checked up front,
   so a run never waits on a network it cannot use); run ``{task}-{attention}-s{seed}`` with the
-  options its sweep varies (``lra.naming``), grouped by task (a search trial: by study), tagged with
+  options its sweep varies (``lra.config.naming``), grouped by task (a search trial: by study), tagged with
   task, attention, budget (``budget=N``, for an attention with a budget option) and
   ``pretrain=masked`` for a self-pretrained run, the resolved config as the run config.
 - ``csv``: ``<run dir>/csv/metrics.csv`` and ``hparams.yaml``; every run has it, whatever the config
   names (the report reads its validation curves from it), with ``CSV_DEFAULTS`` when not named. Its
-  rows are written whole or not at all (``lra.csv_metrics``).
+  rows are written whole or not at all (``lra.job.csv_metrics``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class RunIdentity:
     run_id: str
     options: dict[str, str] = field(default_factory=dict)  # the options its sweep varies
     budget: int | None = None  # the attention's budget option (landmarks, projection, features)
-    pretraining: bool = False  # the run self-pretrains before fine-tuning (lra.pretraining)
+    pretraining: bool = False  # the run self-pretrains before fine-tuning (lra.model.pretraining)
 
     @property
     def name(self) -> str:

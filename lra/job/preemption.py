@@ -32,7 +32,7 @@ class SubmititRequeue:
     2. then submitit's own handler requeues the job (``scontrol requeue``; under the local executor, a
        restart), at most ``max_num_timeout`` times for time-outs;
     3. the requeued job starts in the same job folder, which holds its unfinished run: it continues from
-       ``last.ckpt`` by itself (``lra.resume``, the rule for ``resume=null``), with the same CSV file and
+       ``last.ckpt`` by itself (``lra.job.resume``, the rule for ``resume=null``), with the same CSV file and
        W&B run id.
     """
 

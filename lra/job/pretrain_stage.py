@@ -1,8 +1,8 @@
 """The self-pretraining stage of a job (``pretrain=masked``, docs/pretraining.md) and the weights
 fine-tuning starts from.
 
-The stage is built from its ``PretrainRecord`` alone (``lra.resolve`` splits the steps between the
-stages: ``lra.checks.stage_steps``).
+The stage is built from its ``PretrainRecord`` alone (``lra.job.resolve`` splits the steps between the
+stages: ``lra.job.checks.stage_steps``).
 
 - ``checkpoints/pretrained.pt`` (``WEIGHTS_FILE``): the encoder's weights of the pretraining
   checkpoint with the best ``val/pretrain_acc``, and what they were pretrained for and how (its
@@ -59,7 +59,7 @@ def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
 
 
 def save_weights(path: Path, weights: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    """Write a weights file atomically and stamped (``lra.checkpoint_files``): a job killed while writing
+    """Write a weights file atomically and stamped (``lra.job.checkpoint_files``): a job killed while writing
     leaves none."""
     write_checkpoint({"encoder": weights, "meta": meta}, path)
 

@@ -45,7 +45,7 @@ def received_plan() -> RunPlan | None:
 
 
 def shared_plan(run: RunRecord, output_dir: Path, roots: Sequence[Path] = ()) -> RunPlan:
-    """``lra.resume.plan_run`` in process 0, handed on to the processes Lightning starts (module doc)."""
+    """``lra.job.resume.plan_run`` in process 0, handed on to the processes Lightning starts (module doc)."""
     plan = received_plan()
     if plan is None:
         plan = plan_run(run, output_dir, roots)

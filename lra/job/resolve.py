@@ -1,6 +1,6 @@
-"""The one step that reads the composed config: check it (``lra.checks``), then resolve it, once, into
+"""The one step that reads the composed config: check it (``lra.job.checks``), then resolve it, once, into
 the typed records of ``lra.config.records``, one a part. Nothing below the job's entry point
-(``lra.train.run``) sees the composed config: each builder receives its own record.
+(``lra.job.train.run``) sees the composed config: each builder receives its own record.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def trainer_record(cfg: DictConfig, steps: int) -> TrainerRecord:
 
 
 def encoder_identity(cfg: DictConfig) -> dict[str, Any]:
-    """What pretrained weights must share with the run that loads them (``lra.pretrain_stage``)."""
+    """What pretrained weights must share with the run that loads them (``lra.job.pretrain_stage``)."""
     attention = OmegaConf.to_container(cfg.attention, resolve=True)
     return {
         "task": cfg.task.name,
@@ -218,7 +218,7 @@ def job_records(
     cfg: DictConfig, job_overrides: Sequence[str] = (), job: dict[str, Any] | None = None
 ) -> JobRecords:
     """Check ``cfg`` (``ConfigError``, one line, on the first problem), then resolve it into every
-    part's record; ``job``: its ``lra.run_identity.job_record`` when the caller has it."""
+    part's record; ``job``: its ``lra.job.run_identity.job_record`` when the caller has it."""
     check_config(cfg)
     cfg = resolved(cfg)
     finetune = stage_steps(cfg).finetune

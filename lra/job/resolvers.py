@@ -6,9 +6,9 @@
 - ``${lra.threads_per_job:DEFAULT}``: this process's cores divided among the jobs a launcher runs at
   once (``hydra/launcher=joblib``), so they do not contend for cores, else DEFAULT; ``threads=4`` wins.
 - ``${lra.job_name:TASK,ATTENTION,SEED,OVERRIDES,PRETRAIN_MODE}`` and
-  ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.naming``) and a
+  ``${lra.study_name:TASK,ATTENTION,SEED,OVERRIDES}``: a sweep job's name (``lra.config.naming``) and a
   search's study name (``lra.search.study``), for folders.
-- ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.help_groups``).
+- ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.config.help_groups``).
 - ``${lra.locality_windows:SEQ_LEN,CLS_TOKEN}``: the windows ``experiment=locality`` sweeps for that
   length, ``8,16,32,...`` up to the first that covers every key (``locality_windows``).
 - ``${lra.not:VALUE}``: the boolean negation, e.g. ``bidirectional: ${lra.not:${model.causal}}``: a
@@ -28,7 +28,7 @@ from lra.config.help_groups import user_config_groups
 from lra.config.naming import job_name
 from lra.search.study import study_name
 
-BUDGET_RESOLVER = "lra.budget"  # lra.shortcuts names ``features`` in the errors of the keys it sets
+BUDGET_RESOLVER = "lra.budget"  # lra.job.shortcuts names ``features`` in the errors of the keys it sets
 
 
 def budget(default: int, *, _root_: DictConfig) -> Any:

@@ -1,13 +1,13 @@
 """Where a run trains and what it continues from: ``resume=null`` (a fresh run), ``auto`` or a PATH
 (``plan_run`` says how each one chooses).
 
-"The same job" is ``lra.run_identity``'s definition. Every run folder holds ``run.json`` (that config,
+"The same job" is ``lra.job.run_identity``'s definition. Every run folder holds ``run.json`` (that config,
 its fingerprint, the job's name, options, overrides and W&B run id) and, from its first evaluation
 on, ``checkpoints/last.ckpt`` (Lightning's full state with the loader's position and the RNG states);
 a self-pretrained run also ``checkpoints/pretrain-last.ckpt``, the same for its pretraining stage,
-which a run without ``last.ckpt`` yet continues from (``lra.pretrain_stage``). Each is verified against
+which a run without ``last.ckpt`` yet continues from (``lra.job.pretrain_stage``). Each is verified against
 its recorded SHA-256 before a resume, which falls back to the newest that verifies
-(``lra.checkpoint_files``). A resumed run continues
+(``lra.job.checkpoint_files``). A resumed run continues
 in the ORIGINAL folder, so reports see one run; the resuming command's own Hydra folder keeps only
 its logs and ``resumed.json``, a pointer to where the run went on.
 """
@@ -207,11 +207,11 @@ def plan_run(run: RunRecord, output_dir: Path, roots: Sequence[Path] = ()) -> Ru
       else start afresh. A run of the same command-line overrides but another config (the config files
       changed since) is refused with one line instead: ``resume=null`` starts it afresh.
     - ``resume=PATH``: a run folder (the newest of its checkpoints that verifies:
-      ``lra.checkpoint_files.resumable_checkpoint``) or a ``.ckpt`` file. A checkpoint inside a run
+      ``lra.job.checkpoint_files.resumable_checkpoint``) or a ``.ckpt`` file. A checkpoint inside a run
       folder continues that folder (its config must equal this one); any other ``.ckpt``
       starts this run's new folder from its state.
     - ``resume=null``: a fresh run, except that a job whose own folder already holds its unfinished run
-      with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.preemption``).
+      with a checkpoint continues it (a SLURM job requeued after pre-emption, see ``lra.job.preemption``).
 
     Runs are matched by fingerprint; when a run is refused for another config, the keys that differ
     are named from the config its ``run.json`` records.

@@ -1,5 +1,5 @@
 """One writer per run folder: a job holds an advisory lock on ``RUN_FOLDER/run.lock`` while it writes
-there (``lra.train``; under DDP only process 0, the one that writes the run's files).
+there (``lra.job.train``; under DDP only process 0, the one that writes the run's files).
 
 The lock is ``flock``: the kernel releases it when the process ends, however it ends (SIGKILL
 included), so no stale lock is ever left to clean up; the file stays, holding the pid, host and start

@@ -1,7 +1,7 @@
 """Which top-level shortcut set a key: an error about a value the user never typed names what they did.
 
 ``features=128`` sets every approximate attention's budget option through ``${lra.budget:DEFAULT}``
-(``lra.resolvers``); a check that finds ``attention.num_landmarks=128`` too large says
+(``lra.job.resolvers``); a check that finds ``attention.num_landmarks=128`` too large says
 ``features=128 sets attention.num_landmarks=128, which exceeds ...``. ``SHORTCUTS`` maps a resolver to
 the top-level key that drives it.
 """

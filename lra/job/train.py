@@ -1,5 +1,5 @@
-"""One job from a composed config: check and resolve it into its records (``lra.resolve``), plan (fresh
-or resumed), build, self-pretrain when the config says so (``lra.pretrain_stage``), fit, test the final
+"""One job from a composed config: check and resolve it into its records (``lra.job.resolve``), plan (fresh
+or resumed), build, self-pretrain when the config says so (``lra.job.pretrain_stage``), fit, test the final
 weights and the best checkpoint, write summary.json.
 
 ``run`` is the one function here that sees the composed config. Everything a run is made of is built
@@ -96,7 +96,7 @@ def build_datamodule(record: DataRecord) -> LRADataModule:
 
 
 def build_trainer(record: TrainerRecord, output_dir: Path, loggers: list[Logger]) -> TrainerParts:
-    """The fine-tuning trainer of ``lra.trainers.stage_trainer``: it keeps the checkpoint of the best
+    """The fine-tuning trainer of ``lra.job.trainers.stage_trainer``: it keeps the checkpoint of the best
     ``val/acc`` within the selection window, its full state in ``checkpoints/last.ckpt``, and measures
     the ``perf/*`` metrics."""
     return stage_trainer(
@@ -177,9 +177,9 @@ def run(
     Status ``completed``, ``failed`` (bad config, missing data, an error), ``nan`` (a NaN/inf loss)
     or ``interrupted`` (SIGTERM or Ctrl+C: the state is saved to ``checkpoints/last.ckpt``, then
     ``SystemExit``). ``output_dir`` is the job's folder; a resumed run (``cfg.resume``, see
-    ``lra.resume``; ``resume_roots`` are the folders ``resume=auto`` searches) trains and writes in
+    ``lra.job.resume``; ``resume_roots`` are the folders ``resume=auto`` searches) trains and writes in
     the folder it continues, and a job that already completed there is reported, not trained again.
-    ``job_overrides``: the job's command-line overrides (they name it, ``lra.naming``). Process 0
+    ``job_overrides``: the job's command-line overrides (they name it, ``lra.config.naming``). Process 0
     writes ``summary.json`` in the run's folder and prints the final table.
     """
     output_dir = Path(output_dir)

@@ -3,10 +3,10 @@
 Each stage's trainer is built from its ``TrainerRecord``: ``trainer.*``'s options with the stage's own
 ``max_steps``, gradient clipping as ``protocol.clip`` says; it validates every ``task.eval_every``
 optimizer steps (of ``trainer.accumulate_grad_batches`` batches each) and at its last step, saves the
-training order and RNG states in every checkpoint (``lra.training_state``), keeps the stage's best
+training order and RNG states in every checkpoint (``lra.job.training_state``), keeps the stage's best
 checkpoint and its full state in ``checkpoints/<last_name>.ckpt`` after every evaluation and after an
 exception (a SIGTERM or Ctrl+C raises one at the end of the current step on every process,
-``lra.agreed_stop``): what ``resume`` continues from. The extra callbacks of ``callbacks`` run after
+``lra.job.agreed_stop``): what ``resume`` continues from. The extra callbacks of ``callbacks`` run after
 these.
 """
 

@@ -1,6 +1,6 @@
 """The classifier head's options (``model.*`` in the config): how the encoder's token states are pooled
 into one vector, how Retrieval combines its two documents' vectors, and the activation between the
-classifier's hidden layers. ``lra.model`` builds the head from them; ``lra.checks`` names their keys.
+classifier's hidden layers. ``lra.model`` builds the head from them; ``lra.job.checks`` names their keys.
 """
 
 from __future__ import annotations

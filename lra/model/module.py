@@ -1,5 +1,5 @@
 """The LightningModule: cross-entropy training of an ``LRAClassifier`` (one class an example) or a
-``TokenClassifier`` (one a labelled position) with AdamW and a schedule of ``lra.schedules``; accuracy
+``TokenClassifier`` (one a labelled position) with AdamW and a schedule of ``lra.model.schedules``; accuracy
 over whole validation and test splits; the best validation accuracy within the selection window."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def adamw_with_schedule(
     eps: float = ADAM_EPS,
 ) -> dict[str, Any]:
     """What ``configure_optimizers`` returns: AdamW over ``module``'s ``parameter_groups`` and the
-    schedule ``schedule`` of ``lra.schedules`` (each group on its own learning rate), stepped after
+    schedule ``schedule`` of ``lra.model.schedules`` (each group on its own learning rate), stepped after
     every optimizer step.
 
     AdamW's decay ``p ← p − lr_t · weight_decay · p`` is decoupled from the gradient's moments and
@@ -131,12 +131,12 @@ class LRALitModule(L.LightningModule):
     Logs ``train/loss``, ``train/acc``, ``val/loss``, ``val/acc``, ``val/acc_best``, ``test/loss``
     and ``test/acc`` (accuracy: torchmetrics, over the whole split); a test pass with
     ``testing_final_weights`` set logs ``test/loss_final`` and ``test/acc_final`` instead.
-    ``schedule`` names a schedule of ``lra.schedules`` with ``warmup_steps`` and ``max_steps``;
+    ``schedule`` names a schedule of ``lra.model.schedules`` with ``warmup_steps`` and ``max_steps``;
     ``betas`` and ``eps`` are AdamW's. ``token_level``: the model predicts at every position
     (logits (B, N, C), labels (B, N)); loss and accuracy count the labelled positions only (labels
     other than ``IGNORE``), each query once.
     ``val/acc_best`` counts only the evaluations in the selection window (``in_selection_window``:
-    after step ``selectable_after``), which ``lra.callbacks.BestCheckpointInWindow`` also asks to
+    after step ``selectable_after``), which ``lra.job.callbacks.BestCheckpointInWindow`` also asks to
     choose the checkpoint that is tested. A NaN or infinite training loss raises
     ``NonFiniteLossError`` (see ``NonFiniteLossWatch``).
     """

@@ -121,7 +121,7 @@ class MaskedPretrainModule(L.LightningModule):
     Logs ``pretrain/loss`` (per masked token), ``pretrain/acc`` (the share of masked tokens predicted
     right) and, at each evaluation, ``val/pretrain_acc`` over the whole split; every row also carries
     ``pretrain/step``, the stage's own step axis. AdamW (``betas``, ``eps``) at ``lr`` under the
-    schedule ``schedule`` of ``lra.schedules`` (by default a linear warm-up over ``warmup_steps``, then
+    schedule ``schedule`` of ``lra.model.schedules`` (by default a linear warm-up over ``warmup_steps``, then
     constant). A NaN or infinite loss raises ``NonFiniteLossError``.
     """
 

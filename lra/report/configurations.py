@@ -1,7 +1,7 @@
 """One row per configuration, labelled by what differs: ``standard (lr=0.001)`` beside
 ``standard (lr=1e-05)``, ``nystrom (devices=2, max_steps=400)`` beside ``nystrom``.
 
-A run's configuration is its job less the seed (``lra.run_identity.configuration_fingerprint``), so
+A run's configuration is its job less the seed (``lra.job.run_identity.configuration_fingerprint``), so
 two runs that differ in any option that changes what they compute never share a row. Labels name
 options as a sweep's final table does: among the completed runs of a figure panel (task × data ×
 protocol, ``lra.report.panels``), an option whose value varies has a *usual* value, the one most runs

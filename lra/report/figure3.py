@@ -8,7 +8,7 @@ memory, one marker per variant (hollow: runs at chance).
 Speed is relative to the panel's own ``standard`` (steps per second of ``standard`` over the
 variant's), so that a preset's runs are never divided by a demo's step time; a panel without
 ``standard`` on all its tasks gives steps per second. Each marker is labelled beside itself
-(``lra.marker_labels.place_labels``) where at most ``MAX_LABELS`` share a panel and each label finds
+(``lra.results.marker_labels.place_labels``) where at most ``MAX_LABELS`` share a panel and each label finds
 a free place; otherwise that panel's variants are listed in a legend below the panels, keyed by
 marker. The axes span the data, never a negative speed.
 """

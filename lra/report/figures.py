@@ -1,7 +1,7 @@
 """The report's figures of accuracy against time, each a function of the runs that returns a matplotlib
-Figure (saved as PNG and SVG by ``lra.plotting.save_figure``), one panel per task × data set × protocol
-(``lra.report.panels``); a variant keeps its colour, marker and dash in every panel, and a hollow marker
-is a variant with runs at chance. A self-pretrained (SPT) variant is drawn apart from its model trained
+Figure (saved as PNG and SVG by ``lra.results.plotting.save_figure``), one panel per task × data set ×
+protocol (``lra.report.panels``); a variant keeps its colour, marker and dash in every panel, and a hollow
+marker is a variant with runs at chance. A self-pretrained (SPT) variant is drawn apart from its model trained
 from scratch: a square marker (another for each further SPT choice, such as ``share=0.4``), a dashed
 curve, ``SPT`` in its label, its time counting its pretraining.
 
@@ -38,7 +38,7 @@ def where(runs: Sequence[Run]) -> str:
 
 
 def time_axis(ax: Axes, values: Sequence[float]) -> None:
-    """A log x scale (``lra.plotting.log_axis``) where ``values`` span a decade or more; else a linear
+    """A log x scale (``lra.results.plotting.log_axis``) where ``values`` span a decade or more; else a linear
     one with at most five ticks."""
     from matplotlib.ticker import MaxNLocator
 

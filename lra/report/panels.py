@@ -4,7 +4,7 @@ A figure has one panel per task × data set × training protocol (``group_runs``
 generator's data (the CPU demos) or under a paper's preset never share a panel with the others; its
 title names what the panel's runs share, and each variant in it goes by its ``Run.label``. Every
 variant has one ``Style`` in a figure, the same in each panel: its attention's colour
-(``lra.plotting.attention_color``), a marker of its own among the variants of that attention (a
+(``lra.results.plotting.attention_color``), a marker of its own among the variants of that attention (a
 circle first; a square first for a self-pretrained one) and a dashed line when self-pretrained.
 """
 

@@ -5,7 +5,7 @@ summary.json schemas: 1 (no ``schema`` key), 2 (``data.majority_share`` per spli
 self-pretrained; older schemas are from scratch). A run is *at chance* when its test accuracy is at most
 the test split's majority-class share plus ``CHANCE_MARGIN``; schema-1 runs carry no share, so they are
 never flagged. A self-pretrained run's variant carries ``SPT``, so it never shares a row with runs
-trained from scratch. Each run carries its ``configuration`` (``lra.run_identity``: the job less its
+trained from scratch. Each run carries its ``configuration`` (``lra.job.run_identity``: the job less its
 seed); ``lra.report.configurations`` gives each configuration its row and its label.
 """
 
@@ -24,7 +24,7 @@ from lra.job.run_identity import comparable, configuration_fingerprint, leaves
 from lra.report.intervals import interval
 from lra.results.summary_json import SUMMARY_FILE
 
-SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.summary_json.SCHEMA among them)
+SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.results.summary_json.SCHEMA among them)
 CHANCE_MARGIN = 0.01  # one accuracy point
 TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
 DEFAULT_SIZE = (2, 64)  # (layers, width) of conf/model/lra.yaml
@@ -40,7 +40,7 @@ class Run:
     ``data``: what ``data_labels`` says of its data ("" for the task's own); ``label``: the variant
     without its data and protocol, what a figure's panel of one data set and protocol names it by;
     ``configuration``: the fingerprint of its job less the seed; ``settings``: what it computes, its
-    config less the keys that do not change that (``lra.run_identity.comparable``), by dotted key;
+    config less the keys that do not change that (``lra.job.run_identity.comparable``), by dotted key;
     ``label_keys``: the dotted config keys its label names (non-default attention options, and what
     ``lra.report.configurations`` adds)."""
 

@@ -132,7 +132,8 @@ def spt_section(runs: Sequence[Run]) -> list[str]:
         f"{table.paper}: a Transformer from scratch (the LRA paper's), after causal (next-token) and after "
         "masked self-pretraining, each row with the table that prints it. Ours (`pretrain=masked`) sit "
         "beside the masked row, ours from scratch beside the scratch row. Each cell: ours / the paper's; "
-        f"`{UNTRANSCRIBED}`: a figure this project does not carry (`lra/published_numbers.py`). AVG: the "
+        f"`{UNTRANSCRIBED}`: a figure this project does not carry (`lra/results/published_numbers.py`). "
+        f"AVG: the "
         f"mean over these six columns, counting chance as {table.chance:g}% (as the paper does; ours only "
         "where all six have runs) / the paper's printed AVG.",
         amos_table(runs),

@@ -89,7 +89,7 @@ def comparable_runs(
     runs: Sequence[Run], size: tuple[int, int] | None, preset: str | None
 ) -> tuple[list[Run], list[str]]:
     """The runs that may sit beside published rows of ``size`` trained as ``preset`` does
-    (``lra.published_numbers.comparable``), and the variants left out (runs on generated data, which
+    (``lra.results.published_numbers.comparable``), and the variants left out (runs on generated data, which
     never sit beside a paper's figure, aside)."""
     kept = [run for run in runs if comparable(size, preset, run.size(), run.preset)]
     ids = {id(run) for run in kept}

@@ -7,7 +7,7 @@ tasks (runs grouped by task, attention, the swept options and, for self-pretrain
 against training time (Skyformer Figure 2; a line per group, the mean over seeds), test accuracy
 against step time with peak memory on the z axis (LRA Figure 3; W&B's scatter panel has no marker
 size), bar charts of test accuracy and peak memory, and the runs table with the swept options as
-columns, each group in the report's colour of its attention (``lra.plotting.attention_color``).
+columns, each group in the report's colour of its attention (``lra.results.plotting.attention_color``).
 ``build_workspaces`` makes the views from the runs ``lra.report.runs`` finds, offline;
 ``save_workspaces`` saves them, which needs a W&B login.
 """

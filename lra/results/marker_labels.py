@@ -6,7 +6,7 @@ the panel, over no other label or marker and nearer its own marker than any othe
 place is free it puts the label further out and joins it to its marker with a leader line; where
 none is, it says so and leaves the panel without labels.
 ``misplaced_labels`` finds a label without a leader line that sits nearer another marker than its
-own (what ``lra.plotting.text_problems`` reports). All geometry is in display pixels.
+own (what ``lra.results.plotting.text_problems`` reports). All geometry is in display pixels.
 """
 
 from __future__ import annotations

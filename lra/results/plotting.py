@@ -229,7 +229,7 @@ def text_problems(fig: Figure, tolerance_px: float = 1.0) -> list[str]:
     pieces of text over each other anywhere in the figure (tick labels of one axis, titles, labels
     placed in a panel, a legend over a title...); text or a legend over a panel it does not belong to;
     a panel squeezed below ``MIN_PANEL_PX``; and an annotation without a leader line nearer another
-    marker than its own (``lra.marker_labels.misplaced_labels``). Extents come from matplotlib's own
+    marker than its own (``lra.results.marker_labels.misplaced_labels``). Extents come from matplotlib's own
     renderer."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()

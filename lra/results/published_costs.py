@@ -1,5 +1,6 @@
 """Time and memory published by the Skyformer and Nyströmformer papers, put beside ours by the report
-and the benchmarks (their accuracies: ``lra.published_numbers``). Rows are keyed by our registry names.
+and the benchmarks (their accuracies: ``lra.results.published_numbers``). Rows are keyed by our registry
+names.
 
 - Skyformer paper: Chen et al. 2021, "Skyformer: Remodel Self-Attention with Gaussian Kernel and Nyström
   Method", Table 2 (time and memory of a whole run), written below in its printed column order (Text,

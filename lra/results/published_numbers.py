@@ -1,6 +1,6 @@
 """Accuracies published by the LRA, Nyströmformer, Skyformer and self-pretraining papers and the state-space
 models' papers, put beside ours by the report. Rows are keyed by our registry names. The papers' time and
-memory figures are in ``lra.published_costs``.
+memory figures are in ``lra.results.published_costs``.
 
 - LRA paper: Tay et al. 2020, "Long Range Arena: A Benchmark for Efficient Transformers", Table 1.
 - Nyströmformer paper: Xiong et al. 2021, "Nyströmformer: A Nyström-Based Algorithm for Approximating

@@ -1,5 +1,5 @@
 """``summary.json`` of every run (``make_summary`` lists its keys): written, found in a job's folder and
-read back. ``lra.summary_tables`` prints them; ``lra.report`` reads them.
+read back. ``lra.results.summary_tables`` prints them; ``lra.report`` reads them.
 
 A resumed run has one summary.json, in its original folder; its ``started`` is the start of the last
 segment.
@@ -136,7 +136,7 @@ def make_summary(
     pretrain: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The summary.json record of one run, named by ``record`` (its ``job``: the ``name``, varied
-    ``options`` and ``fingerprint`` of ``lra.run_identity.job_record``); ``pretrain``: what its
+    ``options`` and ``fingerprint`` of ``lra.job.run_identity.job_record``); ``pretrain``: what its
     pretraining stage recorded (None: what its config plans, ``planned_pretrain``). The record::
 
         {"schema": SCHEMA (2: no "pretrain"; a summary without it is schema 1: no majority_share, no
@@ -160,7 +160,7 @@ def make_summary(
                  pretraining seconds, or null} (docs/pretraining.md),
          "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
          "preset": the experiment= preset it trained under, or null,
-         "fingerprint": the hash of what it computes (lra.run_identity.job_fingerprint)}
+         "fingerprint": the hash of what it computes (lra.job.run_identity.job_fingerprint)}
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")

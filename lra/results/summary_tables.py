@@ -138,7 +138,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
 
 class SweepSummary(HydraCallback):
     """Before a multirun: hand the keys it sweeps to its jobs, which name themselves with them
-    (``lra.naming``). After it: print the table of every job, with a column per swept option, and
+    (``lra.config.naming``). After it: print the table of every job, with a column per swept option, and
     exit non-zero when any job did not complete.
 
     Each job records its own outcome in its summary.json and the sweep goes on past a failed job;

@@ -2,9 +2,9 @@
 files it is stored in.
 
 The study name is computed from the command line, less the keys the search samples (handed to the jobs
-in ``LRA_SWEPT_KEYS``, ``lra.naming``), so the sweep folder ``multirun/search/<study>`` and the study are
-the same for the same command, in the sweeper and in every trial. It is a run's name
-(``lra.naming.run_name``) with the fixed options: a command that trains anything else (another seed,
+in ``LRA_SWEPT_KEYS``, ``lra.config.naming``), so the sweep folder ``multirun/search/<study>`` and the study
+are the same for the same command, in the sweeper and in every trial. It is a run's name
+(``lra.config.naming.run_name``) with the fixed options: a command that trains anything else (another seed,
 preset, task, attention or option) is another study.
 """
 

@@ -1,5 +1,5 @@
-"""A composed config's parts built as ``lra.resolve`` resolves them, for tests that build one part
-(without the checks ``lra.resolve.job_records`` runs first)."""
+"""A composed config's parts built as ``lra.job.resolve`` resolves them, for tests that build one part
+(without the checks ``lra.job.resolve.job_records`` runs first)."""
 
 from __future__ import annotations
 
