@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from matplotlib.transforms import Bbox
 
 # The built-in attentions and the benchmarks' naive baseline, each with a colour of its own
-# (matplotlib's tab10, then tab20b's darker hues for the mixers; black for the naive QKᵀ baseline).
+# (matplotlib's tab10, then tab20b's darker hues for the mixers, Dark2's mustard for window; black for
+# the naive QKᵀ baseline).
 ATTENTION_COLORS = {
     "standard": "#1f77b4",
     "nystrom": "#ff7f0e",
@@ -40,6 +41,7 @@ ATTENTION_COLORS = {
     "longformer": "#17becf",
     "s4d": "#637939",
     "mamba": "#7b4173",
+    "window": "#e6ab02",
     "naive": "#000000",
 }
 # Colours for attentions from other packages, picked by a hash of the name (stable across runs).
