@@ -6,6 +6,9 @@ sequences (``TINY_SEQ_LEN``), a few dozen examples per split, retrieval with two
 
 from __future__ import annotations
 
+import copy
+import functools
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,10 +152,20 @@ def listops_2018_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     return write_listops_2018(tmp_path_factory.mktemp("listops") / "test_d20s_head.tsv")
 
 
-def compose_config(overrides: list[str]) -> DictConfig:
-    """The job config of ``python -m lra OVERRIDES``, through Hydra's compose API."""
+@functools.cache
+def composed_once(overrides: tuple[str, ...], search_path: tuple[str, ...]) -> DictConfig:
+    """The composed config of ``overrides``; ``search_path`` (``sys.path``) keys the cache, since a
+    plugin on it adds config folders."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The job config of ``python -m lra OVERRIDES``, through Hydra's compose API.
+
+    Each command line is composed once per test process; every call gets its own copy to change.
+    """
+    return copy.deepcopy(composed_once(tuple(overrides), tuple(sys.path)))
 
 
 def tiny_data_overrides(data_root: Path, *extra: str) -> list[str]:
