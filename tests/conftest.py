@@ -7,8 +7,11 @@ sequences (``TINY_SEQ_LEN``), a few dozen examples per split, retrieval with two
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +125,22 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         write_random_set(root, task, seed)
     write_easy_set(root)
     return root
+
+
+@pytest.fixture
+def one_ddp_run_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Waits until no other worker of this test session runs DDP, then holds the turn for the test.
+
+    Lightning takes a DDP run's port by binding a free one and closing it, so two runs at once could
+    take the same port. The lock file is in the session's temporary folder: under pytest-xdist, each
+    worker's folder is inside it.
+    """
+    session = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        session = session.parent
+    with open(session / "ddp.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 # Each reader test runs on source files that the tests write in the exact format and, where
