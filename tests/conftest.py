@@ -6,6 +6,12 @@ sequences (``TINY_SEQ_LEN``), a few dozen examples per split, retrieval with two
 
 from __future__ import annotations
 
+import copy
+import fcntl
+import functools
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +127,22 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture
+def one_ddp_run_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Waits until no other worker of this test session runs DDP, then holds the turn for the test.
+
+    Lightning takes a DDP run's port by binding a free one and closing it, so two runs at once could
+    take the same port. The lock file is in the session's temporary folder: under pytest-xdist, each
+    worker's folder is inside it.
+    """
+    session = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        session = session.parent
+    with open(session / "ddp.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 # Each reader test runs on source files that the tests write in the exact format and, where
 # ../shared/fixtures is beside the checkout, again on the real public samples there.
 
@@ -149,10 +171,20 @@ def listops_2018_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     return write_listops_2018(tmp_path_factory.mktemp("listops") / "test_d20s_head.tsv")
 
 
-def compose_config(overrides: list[str]) -> DictConfig:
-    """The job config of ``python -m lra OVERRIDES``, through Hydra's compose API."""
+@functools.cache
+def composed_once(overrides: tuple[str, ...], search_path: tuple[str, ...]) -> DictConfig:
+    """The composed config of ``overrides``; ``search_path`` (``sys.path``) keys the cache, since a
+    plugin on it adds config folders."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """The job config of ``python -m lra OVERRIDES``, through Hydra's compose API.
+
+    Each command line is composed once per test process; every call gets its own copy to change.
+    """
+    return copy.deepcopy(composed_once(tuple(overrides), tuple(sys.path)))
 
 
 def tiny_data_overrides(data_root: Path, *extra: str) -> list[str]:

@@ -93,7 +93,8 @@ def test_an_attention_added_as_the_page_says_passes_the_shared_tests_and_runs(tm
         return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
 
     selected = f"{name} or registered or benchmark_plots"
-    pytest_args = ["-v", "-p", "no:randomly", "-p", "no:cacheprovider", "-k", selected]
+    # One process (-n 0): the suite around this test already has a worker on every core.
+    pytest_args = ["-v", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider", "-k", selected]
     tested = python("-m", "pytest", *pytest_args, *(f"tests/test_{module}.py" for module in SHARED_TESTS))
     assert tested.returncode == 0, tested.stdout[-3000:]
     passed = re.findall(r"^(\S+) PASSED", tested.stdout, re.MULTILINE)

@@ -97,7 +97,7 @@ def test_efficiency_subprocess_records_out_of_memory_and_skips_longer(tmp_path):
 def test_a_configuration_past_its_timeout_is_a_row_not_a_crash():
     config = BenchConfig(NAIVE, 64, repeats=1, warmup=0)
     isolation = Isolation(torch.device("cpu"), mode="subprocess", timeout_s=0.05)
-    row = isolation.measure(measure, Measurement.failed, config)
+    row = isolation.measure(measure, Measurement.of, config)
     assert (row.status, row.time_ms, row.peak_mem_mb) == ("timeout", None, None)
 
 
@@ -116,7 +116,7 @@ def test_time_budget_stops_repeating_after_one_timed_step():
 def test_sweep_skips_longer_lengths_after_a_slow_step_or_a_failure():
     def fake(config: BenchConfig) -> Measurement:
         if config.attention == "broken" and config.seq_len == 128:
-            return Measurement.failed(config, Failure("oom", "too big"))
+            return Measurement.of(config, Failure("oom", "too big"))
         return Measurement(config.attention, config.seq_len, 1, config.seq_len * 100.0, 1.0, "ok")
 
     configs = [BenchConfig(a, n) for a in ("slow", "broken") for n in (64, 128, 256)]

@@ -87,6 +87,7 @@ def test_ctrl_c_on_one_process_stops_at_the_step_and_saves(data_root, tmp_path):
 
 
 @pytest.mark.slow  # four DDP runs of two processes each
+@pytest.mark.usefixtures("one_ddp_run_at_a_time")
 def test_a_ddp_run_stopped_twice_and_resumed_ends_as_an_uninterrupted_one(data_root, tmp_path):
     whole_cwd, cwd = tmp_path / "whole", tmp_path / "stopped"
     whole_cwd.mkdir(), cwd.mkdir()

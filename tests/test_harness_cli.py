@@ -134,6 +134,7 @@ def test_multirun_records_a_failed_job_and_goes_on(data_root, tmp_path):
     assert "Sweep" in result.stdout and "2 of 4 jobs did not complete" in result.stderr
 
 
+@pytest.mark.usefixtures("one_ddp_run_at_a_time")
 def test_ddp_with_two_cpu_processes(data_root, tmp_path):
     result = lra_command(
         [

@@ -392,6 +392,7 @@ def test_resumed_in_either_stage_equals_uninterrupted_bit_for_bit(data_root, tmp
 
 
 @pytest.mark.slow  # python -m lra with two processes
+@pytest.mark.usefixtures("one_ddp_run_at_a_time")
 def test_ddp_pretrains_and_fine_tunes_with_two_cpu_processes(data_root, tmp_path):
     ddp = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.enable_progress_bar=false"]
     steps = ["trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import torch
 
 from lra.bench.authors_cores import Function, Inputs, Pair, authors_pairs, authors_provenance
+from lra.bench.measuring import elapsed_ms
 from lra.bench.output import Outputs, add_out_argument, number
 from lra.job.memory import keep_freed_heap, minor_page_faults
 from lra.provenance import markdown_table
@@ -124,9 +124,7 @@ def compare(pair: Pair, length: int, rounds: int, warmup: int) -> Comparison:
     for round_index in range(rounds):
         for side in SIDES if round_index % 2 == 0 else SIDES[::-1]:
             before = minor_page_faults()
-            begin = time.perf_counter()
-            steps[side]()
-            times[side].append(1000 * (time.perf_counter() - begin))
+            times[side].append(elapsed_ms(steps[side]))
             faults[side].append(minor_page_faults() - before)
     median = {side: statistics.median(times[side]) for side in SIDES}
     ratios = [ours / reference for ours, reference in zip(times["ours"], times["reference"], strict=True)]

@@ -28,7 +28,7 @@ from lra.bench.efficiency_measure import (
 )
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
-from lra.bench.memory_growth import Growth, growth
+from lra.bench.memory_growth import GROWTH_TITLE, growth_table, print_growths
 from lra.bench.output import Outputs, add_out_argument, failures, log_log, panel_grid
 from lra.provenance import markdown_table
 from lra.results.plotting import attention_color, legend_below, legend_entries
@@ -173,40 +173,6 @@ def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: i
     return "\n\n".join(parts + failures(rows, lambda r: f"`{r.attention}` n={r.seq_len}"))
 
 
-GROWTH_TITLE = (
-    "Memory growth exponent k (peak memory ∝ nᵏ from the shortest to the longest length with a figure; "
-    "n log n has k a little above 1 over the same span; linear: 1, quadratic: 2):"
-)
-
-
-def growths(rows: Sequence[Measurement]) -> dict[str, Growth | None]:
-    """Each attention's memory growth over the lengths it was measured at (``ok`` rows)."""
-    names = dict.fromkeys(row.attention for row in rows)
-    return {
-        name: growth([(r.seq_len, r.peak_mem_mb) for r in rows if r.attention == name and r.status == "ok"])
-        for name in names
-    }
-
-
-def growth_table(rows: Sequence[Measurement]) -> str:
-    """Markdown: per attention, the span, its exponent, n log n's over that span and the verdict."""
-    body = [
-        [name, f"{g.short}→{g.long}", f"{g.exponent:.2f}", f"{g.n_log_n_exponent:.2f}", g.verdict()]
-        if g
-        else [name, "—", "—", "—", "fewer than two lengths"]
-        for name, g in growths(rows).items()
-    ]
-    return markdown_table(["attention", "lengths", "k", "n log n's k", "growth"], body)
-
-
-def print_growths(scope: str, rows: Sequence[Measurement]) -> None:
-    """One line per attention: its memory growth exponent and whether it stays within n log n."""
-    for name, g in growths(rows).items():
-        figures = f"k = {g.exponent:.2f} ({g.verdict().strip('*')}: {g.n_log_n_exponent:.2f})" if g else "—"
-        where = f"n={g.short}..{g.long}" if g else "fewer than two lengths"
-        print(f"[{scope:7}] {name:10} memory growth {where}: {figures}")
-
-
 def method_note(settings: EfficiencySettings) -> str:
     """How each configuration was timed and its memory measured, and where it ran."""
     probe = PROBES[settings.run.device.type]
@@ -297,7 +263,7 @@ def figure(rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySett
 def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
     paper, stem = settings.paper, settings.paper.stem if settings.paper else "efficiency"
     outputs = Outputs.start(settings.out, stem, settings.run.device, ["efficiency", *argv])
-    run_one = partial(settings.run.measure, measure, Measurement.failed)
+    run_one = partial(settings.run.measure, measure, Measurement.of)
     rows_by_scope: dict[str, list[Measurement]] = {}
     for scope in settings.scopes:
         rows = sweep(configs(settings, scope), run_one, settings.max_step_s)

@@ -23,7 +23,7 @@ from torch import nn
 
 import attention_zoo
 from attention_zoo.masking import check_inputs, key_padding_bias
-from lra.bench.measuring import Failure, Step, measure_step, run_all
+from lra.bench.measuring import Failure, Outcome, Step, measure_step, run_all
 
 NAIVE = "naive"
 ENCODER_VOCAB, ENCODER_CLASSES = 257, 10  # byte tokens + pad, as the Text task
@@ -115,10 +115,11 @@ class Measurement:
         return self.label or self.attention
 
     @classmethod
-    def failed(cls, config: BenchConfig, failure: Failure) -> Measurement:
+    def of(cls, config: BenchConfig, timed: Outcome) -> Measurement:
+        """The row of ``config``: the figures of its timed steps, or the status of its failure."""
         return cls(
-            config.attention, config.seq_len, config.batch, None, None, failure.status, config.scope,
-            failure.detail, label=config.label,
+            config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, timed.status,
+            config.scope, timed.detail, timed.timed_steps, config.label,
         )  # fmt: skip
 
 
@@ -191,18 +192,11 @@ def measure(config: BenchConfig) -> Measurement:
     """Run ``config`` in this process: warm-up, then the median of up to ``repeats`` timed steps; a row
     of a published table whose attention is not registered says so."""
     if config.attention not in bench_names():
-        return Measurement.failed(
-            config, Failure("not registered", f"no attention {config.attention!r} here")
-        )
+        return Measurement.of(config, Failure("not registered", f"no attention {config.attention!r} here"))
     device = torch.device(config.device)
     build = partial(primed_step, config, device)
     timed = measure_step(build, device, config.warmup, config.repeats, config.time_budget_s)
-    if isinstance(timed, Failure):
-        return Measurement.failed(config, timed)
-    return Measurement(
-        config.attention, config.seq_len, config.batch, timed.median_ms, timed.peak_mb, "ok", config.scope,
-        timed_steps=len(timed.times_ms), label=config.label,
-    )  # fmt: skip
+    return Measurement.of(config, timed)
 
 
 def format_progress(row: Measurement) -> str:
@@ -236,7 +230,7 @@ def sweep(
     def run_unless_stopped(config: BenchConfig) -> Measurement:
         key = (config.scope, config.name)
         if key in stopped:
-            return Measurement.failed(config, Failure("skipped", stopped[key]))
+            return Measurement.of(config, Failure("skipped", stopped[key]))
         row = run_one(config)
         reason = stop_reason(row, max_step_s)
         if reason:

@@ -42,22 +42,33 @@ Row = TypeVar("Row")
 
 @dataclass(frozen=True)
 class Failure:
-    """A configuration without a figure: ``status`` ``oom``, ``timeout`` or ``error``, ``detail`` why."""
+    """A configuration without a figure: ``status`` ``oom``, ``timeout`` or ``error``, ``detail`` why;
+    read as a ``StepTimes`` it has no time, no memory and no timed step."""
 
     status: str
     detail: str
+    median_ms, peak_mb, timed_steps = None, None, 0
 
 
 @dataclass(frozen=True)
 class StepTimes:
-    """Wall times of the timed steps (ms) and the peak memory above the probe's baseline (MB)."""
+    """Wall times of the timed steps (ms) and the peak memory above the probe's baseline (MB); its
+    ``status`` is ``ok``, as a row of figures says."""
 
     times_ms: list[float]
     peak_mb: float
+    status, detail = "ok", ""
 
     @property
     def median_ms(self) -> float:
         return statistics.median(self.times_ms)
+
+    @property
+    def timed_steps(self) -> int:
+        return len(self.times_ms)
+
+
+Outcome = StepTimes | Failure  # what a timed configuration gives, read the same way either way
 
 
 class CpuProbe:
@@ -93,9 +104,18 @@ class CudaProbe:
 PROBES: dict[str, type[CpuProbe] | type[CudaProbe]] = {"cpu": CpuProbe, "cuda": CudaProbe}
 
 
+def elapsed_ms(step: Step, synchronize: Step = lambda: None) -> float:
+    """The wall time of ``step()`` in ms, between two ``synchronize()`` (a device's queued work)."""
+    synchronize()
+    begin = time.perf_counter()
+    step()
+    synchronize()
+    return 1000 * (time.perf_counter() - begin)
+
+
 def measure_step(
     build: Callable[[], Step], device: torch.device, warmup: int, repeats: int, budget_s: float | None = None
-) -> StepTimes | Failure:
+) -> Outcome:
     """``build()`` a step, start the probe, run ``warmup`` untimed steps, then up to ``repeats`` timed ones
     (stop once past ``budget_s``); an exception while building or stepping is a ``Failure``."""
     try:
@@ -106,11 +126,7 @@ def measure_step(
         times: list[float] = []
         budget_ms = math.inf if budget_s is None else 1000 * budget_s
         while len(times) < repeats and (not times or sum(times) < budget_ms):
-            probe.synchronize()
-            begin = time.perf_counter()
-            step()
-            probe.synchronize()
-            times.append(1000 * (time.perf_counter() - begin))
+            times.append(elapsed_ms(step, probe.synchronize))
         return StepTimes(times, probe.peak_mb())
     except Exception as error:  # a failing configuration is a result, not a crash
         out_of_memory = (torch.OutOfMemoryError, MemoryError)

@@ -1,6 +1,7 @@
 """How fast an attention's memory grows with the length: the exponent k of ``memory ∝ n^k`` between
 the shortest and the longest length it was measured at, beside the exponent that ``n log n`` has
-over the same span (the bound every efficient attention and mixer must keep: linear times log).
+over the same span (the bound every efficient attention and mixer must keep: linear times log); per
+attention of the efficiency rows, as a page's table and as printed lines.
 """
 
 from __future__ import annotations
@@ -8,6 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lra.provenance import markdown_table
+
+if TYPE_CHECKING:
+    from lra.bench.efficiency_measure import Measurement
 
 
 @dataclass(frozen=True)
@@ -48,3 +55,37 @@ def growth(points: Sequence[tuple[int, float]]) -> Growth | None:
         return None
     (short, first), (long, last) = measured[0], measured[-1]
     return Growth(short, long, first, last)
+
+
+GROWTH_TITLE = (
+    "Memory growth exponent k (peak memory ∝ nᵏ from the shortest to the longest length with a figure; "
+    "n log n has k a little above 1 over the same span; linear: 1, quadratic: 2):"
+)
+
+
+def growths(rows: Sequence[Measurement]) -> dict[str, Growth | None]:
+    """Each attention's memory growth over the lengths it was measured at (``ok`` rows)."""
+    names = dict.fromkeys(row.attention for row in rows)
+    return {
+        name: growth([(r.seq_len, r.peak_mem_mb) for r in rows if r.attention == name and r.status == "ok"])
+        for name in names
+    }
+
+
+def growth_table(rows: Sequence[Measurement]) -> str:
+    """Markdown: per attention, the span, its exponent, n log n's over that span and the verdict."""
+    body = [
+        [name, f"{g.short}→{g.long}", f"{g.exponent:.2f}", f"{g.n_log_n_exponent:.2f}", g.verdict()]
+        if g
+        else [name, "—", "—", "—", "fewer than two lengths"]
+        for name, g in growths(rows).items()
+    ]
+    return markdown_table(["attention", "lengths", "k", "n log n's k", "growth"], body)
+
+
+def print_growths(scope: str, rows: Sequence[Measurement]) -> None:
+    """One line per attention: its memory growth exponent and whether it stays within n log n."""
+    for name, g in growths(rows).items():
+        figures = f"k = {g.exponent:.2f} ({g.verdict().strip('*')}: {g.n_log_n_exponent:.2f})" if g else "—"
+        where = f"n={g.short}..{g.long}" if g else "fewer than two lengths"
+        print(f"[{scope:7}] {name:10} memory growth {where}: {figures}")

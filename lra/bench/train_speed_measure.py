@@ -28,7 +28,7 @@ from lightning.pytorch.utilities.types import LRSchedulerConfig
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from lra.bench.measuring import Failure, StepTimes, measure_step
+from lra.bench.measuring import Failure, Outcome, measure_step
 from lra.config.paths import CONFIG_DIR
 from lra.job.checks import check_config
 from lra.job.memory import keep_freed_heap
@@ -209,18 +209,13 @@ class TrainSpeedConfig:
         return cfg
 
 
-def row_for(
-    config: TrainSpeedConfig, cfg: DictConfig, result: StepTimes | Failure, load_1min: float
-) -> TrainSpeedRow:
+def row_for(config: TrainSpeedConfig, cfg: DictConfig, result: Outcome, load_1min: float) -> TrainSpeedRow:
     """The row of ``config`` (its shape from the composed ``cfg``) with ``result``'s figures or failure."""
     documents = 2 if cfg.task.dual else 1  # retrieval's pairs
-    shape = (config.task, config.attention, cfg.task.batch_size, cfg.task.seq_len, documents)
-    notes = {"load_1min": load_1min, "precision": str(cfg.trainer.precision)}
-    if isinstance(result, Failure):
-        return TrainSpeedRow(*shape, cfg.trainer.max_steps, None, None, result.status, result.detail, **notes)
     return TrainSpeedRow(
-        *shape, cfg.trainer.max_steps, result.median_ms, result.peak_mb, "ok",
-        timed_steps=len(result.times_ms), **notes,
+        config.task, config.attention, cfg.task.batch_size, cfg.task.seq_len, documents,
+        cfg.trainer.max_steps, result.median_ms, result.peak_mb, result.status, result.detail,
+        result.timed_steps, load_1min, str(cfg.trainer.precision),
     )  # fmt: skip
 
 
