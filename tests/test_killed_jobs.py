@@ -19,7 +19,7 @@ from lra.report.cli import main
 from lra.report.progress import ACTIVE_SECONDS, NO_SUMMARY, with_killed
 from lra.report.tables import failed_section
 from lra.results import killed_jobs
-from lra.results.summary_tables import SweepSummary
+from lra.results.summary_tables import SweepSummary, without_retried
 
 REPO = Path(__file__).resolve().parent.parent
 # A stand-in for a job: it takes the run folder's lock as a job does, says so, then waits to be killed.
@@ -149,3 +149,12 @@ def test_the_reports_failures_and_the_sweeps_table_say_killed(tmp_path, capsys, 
     assert rows[0].split()[:5] == ["listops", "standard", "-", "3", "killed"]
     assert "killed without a word" in rows[0]
     assert rows[1].split()[:5] == ["listops", "standard", "-", "4", "completed"]
+
+
+def test_a_killed_trial_that_another_job_ran_to_completion_leaves_the_sweeps_table():
+    killed = {"task": "listops", "status": "killed", "fingerprint": "abc"}
+    retried = {"task": "listops", "status": "completed", "fingerprint": "abc"}
+    other = {"task": "listops", "status": "killed", "fingerprint": "def"}
+    unnamed = {"task": "listops", "status": "killed", "fingerprint": None}
+    old = {"task": "listops", "status": "completed", "fingerprint": None}  # written before fingerprints
+    assert without_retried([killed, retried, other, unnamed, old]) == [retried, other, unnamed, old]

@@ -176,4 +176,5 @@ def killed_summary(run_dir: Path) -> dict[str, Any] | None:
         "metrics": {},
         "options": record.get("options") or {},
         "config": config,
+        "fingerprint": record.get("fingerprint"),
     }

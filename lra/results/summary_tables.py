@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from lra.config.naming import record_swept_keys, short_keys
 from lra.one_line import one_line
-from lra.results.killed_jobs import killed_summary
+from lra.results.killed_jobs import KILLED, killed_summary
 from lra.results.summary_json import read_summaries
 
 
@@ -136,6 +136,13 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     return "\n".join([shared, *lines] if shared else lines)
 
 
+def without_retried(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``summaries`` less each job killed without a word (``killed``) whose job another of the sweep's
+    jobs ran to completion (the same fingerprint): a search's surviving worker retries a killed trial."""
+    done = {summary.get("fingerprint") for summary in summaries if summary["status"] == "completed"} - {None}
+    return [s for s in summaries if not (s["status"] == KILLED and s.get("fingerprint") in done)]
+
+
 class SweepSummary(HydraCallback):
     """Before a multirun: hand the keys it sweeps to its jobs, which name themselves with them
     (``lra.config.naming``). After it: print the table of every job, with a column per swept option, and
@@ -150,7 +157,7 @@ class SweepSummary(HydraCallback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        summaries = read_summaries(sweep_dir, killed_summary)  # a job killed without a word: killed
+        summaries = without_retried(read_summaries(sweep_dir, killed_summary))
         if not summaries:
             return
         print(f"\nSweep {sweep_dir}:\n{format_table(summaries)}", flush=True)
