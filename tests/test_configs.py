@@ -18,6 +18,7 @@ from lra.config.errors import ConfigError
 from lra.job import resolvers
 from lra.job.checks import KEY_TYPES, check_config
 from lra.job.loggers import wandb_credentials_found
+from lra.model.schedules import build_schedule
 
 ATTENTION_FILES = sorted(path.stem for path in (CONF_DIR / "attention").glob("*.yaml"))
 APPROXIMATE = [name for name in attention_zoo.available() if attention_zoo.spec(name).budget_option]
@@ -152,6 +153,54 @@ def test_experiments():
     (build,) = RECIPES[pathfinder.task.dataset].builds  # generated at LRA's 32×32: the task's 1024 tokens
     assert build.argv[:2] == ("pathfinder", "--generate") and "--resolution" not in build.argv
     check_config(pathfinder)
+
+
+# experiment=rotary per task: their (d_model, layers, heads, feed-forward width, outputs of their head) and
+# (batch, lr), from pablomiralles22/long-transformers' configs (tests/helpers/official_rotary.py: each line).
+ROTARY = {"listops": ((80, 6, 4, 160, 10), (64, 1e-3)), "text": ((128, 4, 8, 256, 1), (32, 4e-3))}
+
+
+@pytest.mark.parametrize("task", list(ROTARY))
+def test_the_rotary_preset_builds_their_rotary_transformer(task):
+    cfg = compose_config(["experiment=rotary", f"task={task}"])
+    check_config(cfg)
+    (dim, depth, heads, ffn, their_outputs), (batch, lr) = ROTARY[task]
+    assert (cfg.attention.name, cfg.model.position, cfg.task.batch_size, cfg.task.lr) == (
+        "standard",
+        "rope",
+        batch,
+        lr,
+    )
+    model = model_of(cfg)
+    encoder = model.encoder
+    assert (len(encoder.blocks), encoder.token_embedding.embedding_dim) == (depth, dim)
+    assert encoder.position_embedding is None and encoder.position_table is None and encoder.cls is not None
+    # half of each head's dimensions turn, as their code turns half of each head's pairs
+    rotated = {(block.attention.num_heads, block.attention.rotary.dims) for block in encoder.blocks}
+    assert rotated == {(heads, dim // heads // 2)}
+    # past the token embedding: their pre-LN blocks and one Linear, and what the harness adds (a final
+    # LayerNorm, the CLS vector, two logits where their binary head has one)
+    block = 4 * (dim * dim + dim) + (dim * ffn + ffn) + (ffn * dim + dim) + 2 * 2 * dim
+    theirs = depth * block + dim * their_outputs + their_outputs
+    ours = sum(p.numel() for p in model.parameters()) - encoder.token_embedding.weight.numel()
+    assert ours - theirs == 2 * dim + dim + (dim + 1) * (cfg.task.num_classes - their_outputs)
+
+
+def test_the_rotary_presets_warm_up_is_theirs_within_their_start_factor():
+    """Their ListOps warm-up (listops_trainer.py:115, LinearLR from 1e-4 of the rate) against the preset's
+    warmup_constant_from_zero: within 1e-4 of the rate at every warm-up step, the rate itself after it."""
+    cfg = compose_config(["experiment=rotary", "task=listops"])
+    warmup = cfg.task.warmup_steps
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    theirs = torch.optim.AdamW([parameter], lr=1.0)
+    linear = torch.optim.lr_scheduler.LinearLR(theirs, start_factor=1e-4, total_iters=warmup)
+    ours = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule = build_schedule(cfg.protocol.schedule, ours, 1.0, warmup, cfg.trainer.max_steps)
+    for _ in range(warmup):
+        assert abs(theirs.param_groups[0]["lr"] - ours.param_groups[0]["lr"]) <= 1e-4
+        for stepper in (theirs, ours, linear, schedule):
+            stepper.step()
+    assert theirs.param_groups[0]["lr"] == pytest.approx(1.0) and ours.param_groups[0]["lr"] == 1.0
 
 
 @pytest.mark.parametrize("name", attention_zoo.available())

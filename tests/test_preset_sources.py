@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import CONF_DIR, compose_config
-from helpers import official_amos, official_lra, official_s4
+from helpers import official_amos, official_lra, official_rotary, official_s4
 from omegaconf import OmegaConf
 
 # preset -> (its table, its attention, the repository its sources are under)
@@ -21,6 +21,7 @@ PRESETS = {
     "lra": (official_lra.OFFICIAL, "standard", "google-research/long-range-arena lra_benchmarks"),
     "amos": (official_amos.OFFICIAL, "standard", "IdoAmos/not-from-scratch"),
     "s4": (official_s4.OFFICIAL, "s4d", "state-spaces/s4"),
+    "rotary": (official_rotary.OFFICIAL, "standard", "pablomiralles22/long-transformers"),
 }
 CASES = [(preset, task) for preset, (table, *_) in PRESETS.items() for task in table]
 
