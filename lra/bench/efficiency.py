@@ -29,7 +29,8 @@ from lra.bench.efficiency_measure import (
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
 from lra.bench.memory_growth import GROWTH_TITLE, growth_table, print_growths
-from lra.bench.output import Outputs, add_out_argument, failures, log_log, panel_grid
+from lra.bench.options import add_options, arguments, option, settings_of
+from lra.bench.output import Outputs, failures, log_log, out_option, panel_grid
 from lra.provenance import markdown_table
 from lra.results.plotting import attention_color, legend_below, legend_entries
 
@@ -55,61 +56,55 @@ PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory 
 @dataclass(frozen=True)
 class EfficiencySettings:
     """A run: ``rows`` at ``lengths`` in each of ``scopes``, the model's shape, the timing, where (``run``),
-    the output folder; ``paper``: the published table it measures, if any."""
+    the output folder; ``paper``: the published table it measures, if any. The options without a default
+    (``DEFAULTS``) take ``paper``'s setting when it has one."""
 
-    rows: tuple[BenchConfig, ...]  # each attention with its options and label; the others unset
-    lengths: tuple[int, ...]
-    scopes: tuple[str, ...]
-    batch: int
-    dim: int
-    heads: int
-    warmup: int
-    repeats: int
-    time_budget_s: float
-    max_step_s: float | None
-    run: Isolation
-    out: Path
-    paper: PaperTable | None = None
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--paper", choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows")
-    add("--attentions", nargs="+", help="default: every core and the naive baseline")
-    add("--lengths", nargs="+", type=int, help=f"default: {DEFAULTS['lengths']}")
-    add("--scopes", nargs="+", choices=sorted(WORKLOADS), help="default: layer encoder")
-    for option in ("batch", "dim", "heads"):
-        add(f"--{option}", type=int, help=f"default: {DEFAULTS[option]}")
-    add("--warmup", type=int, default=1)
-    add("--repeats", type=int, default=5)
-    add(
-        "--time-budget-s", type=float, default=30.0, help="stop repeating once the timed steps add up to this"
+    paper: PaperTable | None = option(
+        choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows"
     )
-    add("--max-step-s", type=float, help="skip an attention's longer lengths once one step took longer")
-    add_run_arguments(parser, timeout_s=300)
-    add_out_argument(parser, "efficiency_<device>.* (or the --paper table's)")
+    # each attention with its options and label; the others unset
+    rows: tuple[BenchConfig, ...] = option(
+        "--attentions", nargs="+", metavar="ATTENTIONS", help="default: every core and the naive baseline"
+    )
+    lengths: tuple[int, ...] = option(nargs="+", type=int, help=f"default: {DEFAULTS['lengths']}")
+    scopes: tuple[str, ...] = option(nargs="+", choices=sorted(WORKLOADS), help="default: layer encoder")
+    batch: int = option(type=int, help=f"default: {DEFAULTS['batch']}")
+    dim: int = option(type=int, help=f"default: {DEFAULTS['dim']}")
+    heads: int = option(type=int, help=f"default: {DEFAULTS['heads']}")
+    warmup: int = option(type=int, default=1)
+    repeats: int = option(type=int, default=5)
+    time_budget_s: float = option(
+        type=float, default=30.0, help="stop repeating once the timed steps add up to this"
+    )
+    max_step_s: float | None = option(
+        type=float, help="skip an attention's longer lengths once one step took longer"
+    )
+    run: Isolation = arguments(partial(add_run_arguments, timeout_s=300))
+    out: Path = out_option("efficiency_<device>.* (or the --paper table's)")
+
+
+configure = partial(add_options, settings=EfficiencySettings)
 
 
 def settings_from(args: argparse.Namespace) -> EfficiencySettings:
     """The run's settings: those not given from ``--paper``'s table, else ``DEFAULTS``."""
     paper = PAPER_TABLES[args.paper] if args.paper else None
-    if paper is not None and (args.attentions or args.scopes):
+    if paper is not None and (args.rows or args.scopes):
         raise ValueError(
             f"--paper {args.paper} measures its own rows and workload: drop --attentions/--scopes"
         )
-    unknown = [name for name in args.attentions or [] if name not in bench_names()]
+    unknown = [name for name in args.rows or [] if name not in bench_names()]
     if unknown:
         raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(bench_names())}")
     given = {key: getattr(args, key) for key in DEFAULTS if getattr(args, key) is not None}
     chosen = {**DEFAULTS, **(paper.settings if paper else {}), **given}
     if chosen["dim"] % chosen["heads"]:
         raise ValueError(f"--dim ({chosen['dim']}) must be divisible by --heads ({chosen['heads']})")
-    rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.attentions or bench_names())
-    return EfficiencySettings(
-        rows, tuple(sorted(chosen["lengths"])), tuple(chosen["scopes"]), chosen["batch"], chosen["dim"],
-        chosen["heads"], args.warmup, args.repeats, args.time_budget_s, args.max_step_s,
-        Isolation.from_args(args), args.out, paper,
-    )  # fmt: skip
+    rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.rows or bench_names())
+    chosen["lengths"] = sorted(chosen["lengths"])
+    return settings_of(
+        EfficiencySettings, args, **chosen, rows=rows, run=Isolation.from_args(args), paper=paper
+    )
 
 
 def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
