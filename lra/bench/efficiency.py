@@ -28,7 +28,7 @@ from lra.bench.efficiency_measure import (
 )
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
-from lra.bench.memory_growth import GROWTH_TITLE, growth_table, print_growths
+from lra.bench.memory_growth import GROWTH_TITLE, growth_table
 from lra.bench.options import add_options, arguments, option, settings_of
 from lra.bench.output import Outputs, failures, log_log, out_option, panel_grid
 from lra.provenance import markdown_table
@@ -263,8 +263,6 @@ def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
     for scope in settings.scopes:
         rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
         rows_by_scope[scope] = rows
-        if not paper:
-            print_growths(scope, rows)
         if paper:  # a published table's one workload, its rows named by its labels
             outputs.write_csv({"label": "", **CSV_COLUMNS}, rows)
         else:  # each scope's CSV as soon as it is measured
