@@ -39,9 +39,7 @@ HEADER = (
 
 @dataclass(frozen=True)
 class CompareSettings:
-    """A run: the implementations compared, the authors' checkout, the cores (None: all), the lengths, the
-    inputs' shape, the torch threads, the warm-up steps and interleaved rounds, the C heap, the output
-    folder."""
+    """A run: the cores (None: all) of the authors' checkout against ours, at each length."""
 
     against: str = option(choices=("authors",), required=True)
     authors_code: Path | None = option(type=Path, help="a checkout of github.com/pkuzengqi/Skyformer")

@@ -1,9 +1,7 @@
 """``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length
-(each configuration: ``lra.bench.efficiency_measure``).
-
-Writes ``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios
-to the baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``;
-with ``--paper``, that table's own setting in its layout (``lra.bench.efficiency_paper``).
+(each configuration: ``lra.bench.efficiency_measure``), a CSV per scope, a page (per scope: time, memory,
+ratios to the baselines, memory growth; then the published one-layer figures) and a plot; with
+``--paper``, a published table's own setting in its layout (``lra.bench.efficiency_paper``).
 """
 
 from __future__ import annotations
@@ -55,14 +53,12 @@ PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory 
 
 @dataclass(frozen=True)
 class EfficiencySettings:
-    """A run: ``rows`` at ``lengths`` in each of ``scopes``, the model's shape, the timing, where (``run``),
-    the output folder; ``paper``: the published table it measures, if any. The options without a default
-    (``DEFAULTS``) take ``paper``'s setting when it has one."""
+    """A run; ``rows``: each attention with its options and label, the others unset. An option without a
+    default takes ``paper``'s setting where it has one, else ``DEFAULTS``."""
 
     paper: PaperTable | None = option(
         choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows"
     )
-    # each attention with its options and label; the others unset
     rows: tuple[BenchConfig, ...] = option(
         "--attentions", nargs="+", metavar="ATTENTIONS", help="default: every core and the naive baseline"
     )
@@ -87,7 +83,6 @@ configure = partial(add_options, settings=EfficiencySettings)
 
 
 def settings_from(args: argparse.Namespace) -> EfficiencySettings:
-    """The run's settings: those not given from ``--paper``'s table, else ``DEFAULTS``."""
     paper = PAPER_TABLES[args.paper] if args.paper else None
     if paper is not None and (args.rows or args.scopes):
         raise ValueError(

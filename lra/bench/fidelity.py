@@ -42,8 +42,7 @@ CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(Fidel
 
 @dataclass(frozen=True)
 class FidelitySettings:
-    """A run: lengths, budgets, the random inputs, the core options (``overrides`` as given, ``options``
-    parsed: name -> option -> value), the trained model whose Q, K, V are also measured, the output folder."""
+    """A run; the core options as given (``overrides``) and parsed (``options``: name -> option -> value)."""
 
     lengths: tuple[int, ...] = option(nargs="+", type=int, default=list(DEFAULT_LENGTHS))
     budgets: tuple[int, ...] = option(nargs="+", type=int, default=list(DEFAULT_BUDGETS))

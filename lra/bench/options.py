@@ -1,7 +1,6 @@
-"""A command's options, each declared once: as a field of the command's frozen settings that carries its
-``add_argument`` spec (``option``), or the arguments the command reads a field from (``arguments``).
-``add_options`` adds them to the command's parser in field order; ``settings_of`` builds the settings
-from the parsed arguments by field name, with the fields the command works out itself passed in."""
+"""Each option of a command declared once, as a field of its frozen settings: ``option`` holds the
+field's ``add_argument`` spec, ``arguments`` adds the arguments the command works a field out from.
+``add_options`` adds them to the parser in field order; ``settings_of`` builds the settings by field name."""
 
 from __future__ import annotations
 
@@ -33,9 +32,7 @@ def add_options(parser: argparse.ArgumentParser, settings: type) -> None:
 
 
 def settings_of(settings: type[Settings], args: argparse.Namespace, **computed: Any) -> Settings:
-    """``settings`` with each option's value (a list as a tuple), ``computed`` in place of any."""
-    given = {
-        entry.name: getattr(args, entry.name) for entry in fields(settings) if "option" in entry.metadata
-    }
-    values = given | computed
+    """``settings`` of each option's value (a list as a tuple), ``computed`` in place of any."""
+    named = [entry.name for entry in fields(settings) if "option" in entry.metadata]
+    values = {name: getattr(args, name) for name in named} | computed
     return settings(**{name: tuple(v) if isinstance(v, list) else v for name, v in values.items()})

@@ -46,8 +46,7 @@ CPU_NOTE = (
 
 @dataclass(frozen=True)
 class TrainSpeedSettings:
-    """A run: every task × attention, ``steps`` timed after ``warmup`` untimed, with the Hydra
-    ``overrides`` of every configuration, where (``run``) and the output folder."""
+    """A run: every task × attention with the ``overrides``, ``steps`` timed after ``warmup`` untimed."""
 
     tasks: tuple[str, ...] = option(nargs="+", default=list(TASKS))
     attentions: tuple[str, ...] = option(nargs="+", help="default: every registered attention")
@@ -113,9 +112,8 @@ def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[s
         "Per task at its real shape (batch × sequence length, × 2 documents for retrieval) and attention: "
         "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
         "clipping as configured, optimizer and scheduler step; the module built from the composed Hydra "
-        f"config by `lra.job.train.build_module`) over {settings.steps} timed step(s) after "
-        f"{settings.warmup} "
-        f"warm-up step(s), on a random batch with every position a real token; "
+        f"config by `lra.job.train.build_module`) over {settings.steps} timed step(s) after {settings.warmup}"
+        " warm-up step(s), on a random batch with every position a real token; "
         + PRECISION_NOTE.format(", ".join(sorted({f"`{r.precision}`" for r in rows})))
         + ". "
         "Projected hours = median step × the config's `trainer.max_steps` / 3600: training steps only "
