@@ -1,9 +1,7 @@
 """``python -m lra.bench fidelity``: how close each approximate attention's output is to its exact
-counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``).
-
-Cores keep their defaults but for ``--set``; cores with trainable parameters (Linformer's projections)
-approximate nothing untrained and are left out. Writes ``fidelity_cpu.csv``, the page
-``fidelity_cpu.md`` (a table per input source: random, ``--checkpoint``) and the plot ``fidelity_cpu.png``.
+counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``
+measures it and says which cores are left out). Cores keep their defaults but for ``--set``. Writes
+``fidelity_cpu.{csv,md,png}``; the page has a table per input source (random, ``--checkpoint``).
 """
 
 from __future__ import annotations
