@@ -1,11 +1,7 @@
-"""Benchmarks of the attention zoo and the harness: ``python -m lra.bench COMMAND``.
+"""Benchmarks of the attention zoo and the harness: ``python -m lra.bench COMMAND`` (``__main__``).
 
-Each command is a module (``efficiency``, ``fidelity``, ``train_speed``, ``compare``; registered in
-``__main__``) holding its arguments, its frozen settings, its page and plot, above the module that
-measures one configuration (``*_measure``; ``authors_cores`` for ``compare``). All share ``measuring``
-(a timed step's time and peak memory, in this process or a fresh interpreter; a failure read as a row
-without figures) and ``output`` (the CSV, the page with its provenance, the figure). May import
-``attention_zoo``, the harness (``lra.config``, ``lra.model``, ``lra.job``) and the modules below both
-it and ``lra.report`` (``lra.provenance``, ``lra.one_line``, ``lra.results``); never ``lra.report``
-or ``lra.__main__``. Nothing is imported here.
+A command module holds its options, page and plot; the module below it measures one configuration; all
+share ``measuring`` (a timed step, here or in a fresh interpreter) and ``output`` (the files and their
+provenance). May import ``attention_zoo``, ``lra.config``, ``lra.model``, ``lra.job``, ``lra.provenance``,
+``lra.one_line`` and ``lra.results``; never ``lra.report`` or ``lra.__main__``. Nothing is imported here.
 """

@@ -5,7 +5,6 @@ never copied here. ``METHOD`` and docs/benchmarks.md say how."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -16,7 +15,8 @@ from torch import nn
 
 import attention_zoo
 from lra.bench.authors_cores import import_from
-from lra.bench.output import Outputs, add_out_argument
+from lra.bench.options import add_options, option, settings_of
+from lra.bench.output import Outputs, out_option
 from lra.provenance import checkout_line, git_commit, markdown_table, versions_line
 
 HELP = "our s4d and mamba against their authors' modules, forward and backward, weights copied both ways"
@@ -33,12 +33,18 @@ HEADER = (
 class SsmSettings:
     """A run: the two checkouts, the lengths, the batch and width, the output folder."""
 
-    s4_code: Path
-    mamba_code: Path
-    lengths: tuple[int, ...]
-    batch: int
-    dim: int
-    out: Path
+    s4_code: Path = option(type=Path, required=True, help="a checkout of github.com/state-spaces/s4")
+    mamba_code: Path = option(
+        type=Path, required=True, help="a checkout of github.com/johnma2006/mamba-minimal"
+    )
+    lengths: tuple[int, ...] = option(type=int, nargs="+", default=[256, 1024], help="default: 256 1024")
+    batch: int = option(type=int, default=2)
+    dim: int = option(type=int, default=64)
+    out: Path = out_option("authors_ssm_cpu.md")
+
+
+configure = partial(add_options, settings=SsmSettings)
+settings_from = partial(settings_of, SsmSettings)
 
 
 def s4_call(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -158,20 +164,6 @@ def agreement(ref: Reference, settings: SsmSettings, length: int, from_ours: boo
 def relative(ours: torch.Tensor, theirs: torch.Tensor) -> float:
     """max |ours - theirs| / max |theirs|, in float64."""
     return ((ours.double() - theirs.double()).abs().max() / theirs.double().abs().max()).item()
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--s4-code", type=Path, required=True, help="a checkout of github.com/state-spaces/s4")
-    add("--mamba-code", type=Path, required=True, help="a checkout of github.com/johnma2006/mamba-minimal")
-    add("--lengths", type=int, nargs="+", default=[256, 1024], help="default: 256 1024")
-    add("--batch", type=int, default=2)
-    add("--dim", type=int, default=64)
-    add_out_argument(parser, "authors_ssm_cpu.md")
-
-
-def settings_from(args: argparse.Namespace) -> SsmSettings:
-    return SsmSettings(args.s4_code, args.mamba_code, tuple(args.lengths), args.batch, args.dim, args.out)
 
 
 METHOD = (

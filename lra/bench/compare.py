@@ -12,13 +12,15 @@ import argparse
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from lra.bench.authors_cores import Function, Inputs, Pair, authors_pairs, authors_provenance
 from lra.bench.measuring import elapsed_ms
-from lra.bench.output import Outputs, add_out_argument, number
+from lra.bench.options import add_options, option, settings_of
+from lra.bench.output import Outputs, number, out_option
 from lra.job.memory import keep_freed_heap, minor_page_faults
 from lra.provenance import markdown_table
 
@@ -37,20 +39,31 @@ HEADER = (
 
 @dataclass(frozen=True)
 class CompareSettings:
-    """A run: the authors' checkout, the cores (None: all), the lengths, the inputs' shape, the torch
-    threads, the warm-up steps and interleaved rounds, the C heap, the output folder."""
+    """A run: the cores (None: all) of the authors' checkout against ours, at each length."""
 
-    authors_code: Path
-    cores: tuple[str, ...] | None
-    lengths: tuple[int, ...]
-    batch: int
-    heads: int
-    head_dim: int
-    threads: int
-    warmup: int
-    rounds: int
-    steady_heap: bool
-    out: Path
+    against: str = option(choices=("authors",), required=True)
+    authors_code: Path | None = option(type=Path, help="a checkout of github.com/pkuzengqi/Skyformer")
+    cores: tuple[str, ...] | None = option(nargs="+", help="a subset of the cores (default: all)")
+    lengths: tuple[int, ...] = option(type=int, nargs="+", default=[4096], help="default: 4096")
+    batch: int = option(type=int, default=4)
+    heads: int = option(type=int, default=2)
+    head_dim: int = option(type=int, default=32)
+    threads: int = option(type=int, default=1)
+    warmup: int = option(type=int, default=2)
+    rounds: int = option(type=int, default=9)
+    steady_heap: bool = option(
+        action="store_true", help="glibc keeps freed memory: times without page faults"
+    )
+    out: Path = out_option("compare_authors_cpu.*")
+
+
+configure = partial(add_options, settings=CompareSettings)
+
+
+def settings_from(args: argparse.Namespace) -> CompareSettings:
+    if not args.authors_code:
+        raise ValueError("--against authors needs --authors-code PATH (a checkout of pkuzengqi/Skyformer)")
+    return settings_of(CompareSettings, args)
 
 
 @dataclass(frozen=True)
@@ -171,34 +184,8 @@ def page(settings: CompareSettings, results: Sequence[Comparison]) -> tuple[str,
     return "Our cores against authors", [method, heap], [table]
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--against", choices=("authors",), required=True)
-    add("--authors-code", help="a checkout of github.com/pkuzengqi/Skyformer")
-    add("--cores", nargs="+", help="a subset of the cores (default: all)")
-    add("--lengths", type=int, nargs="+", default=[4096], help="default: 4096")
-    add("--batch", type=int, default=4)
-    add("--heads", type=int, default=2)
-    add("--head-dim", type=int, default=32)
-    add("--threads", type=int, default=1)
-    add("--warmup", type=int, default=2)
-    add("--rounds", type=int, default=9)
-    add("--steady-heap", action="store_true", help="glibc keeps freed memory: times without page faults")
-    add_out_argument(parser, "compare_authors_cpu.*")
-
-
-def settings_from(args: argparse.Namespace) -> CompareSettings:
-    if not args.authors_code:
-        raise ValueError("--against authors needs --authors-code PATH (a checkout of pkuzengqi/Skyformer)")
-    cores = tuple(args.cores) if args.cores else None
-    return CompareSettings(
-        Path(args.authors_code), cores, tuple(args.lengths), args.batch, args.heads, args.head_dim,
-        args.threads, args.warmup, args.rounds, args.steady_heap, args.out,
-    )  # fmt: skip
-
-
 def run(settings: CompareSettings, argv: Sequence[str]) -> None:
-    benchmark = "compare_authors" + ("_steady_heap" if settings.steady_heap else "")
+    benchmark = f"compare_{settings.against}" + ("_steady_heap" if settings.steady_heap else "")
     outputs = Outputs.start(settings.out, benchmark, torch.device("cpu"), ["compare", *argv])
     if settings.steady_heap and not keep_freed_heap():
         raise ValueError("--steady-heap needs glibc's malloc (Linux); this C library has no mallopt")

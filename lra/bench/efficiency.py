@@ -1,9 +1,7 @@
 """``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length
-(each configuration: ``lra.bench.efficiency_measure``).
-
-Writes ``efficiency_<device>[_<scope>].csv``, the page ``efficiency_<device>.md`` (time, memory, ratios
-to the baselines, memory growth, the published one-layer figures) and the plot ``efficiency_<device>.png``;
-with ``--paper``, that table's own setting in its layout (``lra.bench.efficiency_paper``).
+(each configuration: ``lra.bench.efficiency_measure``), a CSV per scope, a page (per scope: time, memory,
+ratios to the baselines, memory growth; then the published one-layer figures) and a plot; with
+``--paper``, a published table's own setting in its layout (``lra.bench.efficiency_paper``).
 """
 
 from __future__ import annotations
@@ -28,8 +26,9 @@ from lra.bench.efficiency_measure import (
 )
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
-from lra.bench.memory_growth import GROWTH_TITLE, growth_table, print_growths
-from lra.bench.output import Outputs, add_out_argument, failures, log_log, panel_grid
+from lra.bench.memory_growth import GROWTH_TITLE, growth_table
+from lra.bench.options import add_options, arguments, option, settings_of
+from lra.bench.output import Outputs, failures, log_log, out_option, panel_grid
 from lra.provenance import markdown_table
 from lra.results.plotting import attention_color, legend_below, legend_entries
 
@@ -54,62 +53,53 @@ PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory 
 
 @dataclass(frozen=True)
 class EfficiencySettings:
-    """A run: ``rows`` at ``lengths`` in each of ``scopes``, the model's shape, the timing, where (``run``),
-    the output folder; ``paper``: the published table it measures, if any."""
+    """A run; ``rows``: each attention with its options and label, the others unset. An option without a
+    default takes ``paper``'s setting where it has one, else ``DEFAULTS``."""
 
-    rows: tuple[BenchConfig, ...]  # each attention with its options and label; the others unset
-    lengths: tuple[int, ...]
-    scopes: tuple[str, ...]
-    batch: int
-    dim: int
-    heads: int
-    warmup: int
-    repeats: int
-    time_budget_s: float
-    max_step_s: float | None
-    run: Isolation
-    out: Path
-    paper: PaperTable | None = None
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--paper", choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows")
-    add("--attentions", nargs="+", help="default: every core and the naive baseline")
-    add("--lengths", nargs="+", type=int, help=f"default: {DEFAULTS['lengths']}")
-    add("--scopes", nargs="+", choices=sorted(WORKLOADS), help="default: layer encoder")
-    for option in ("batch", "dim", "heads"):
-        add(f"--{option}", type=int, help=f"default: {DEFAULTS[option]}")
-    add("--warmup", type=int, default=1)
-    add("--repeats", type=int, default=5)
-    add(
-        "--time-budget-s", type=float, default=30.0, help="stop repeating once the timed steps add up to this"
+    paper: PaperTable | None = option(
+        choices=sorted(PAPER_TABLES), help="measure a published table's own setting and rows"
     )
-    add("--max-step-s", type=float, help="skip an attention's longer lengths once one step took longer")
-    add_run_arguments(parser, timeout_s=300)
-    add_out_argument(parser, "efficiency_<device>.* (or the --paper table's)")
+    rows: tuple[BenchConfig, ...] = option(
+        "--attentions", nargs="+", metavar="ATTENTIONS", help="default: every core and the naive baseline"
+    )
+    lengths: tuple[int, ...] = option(nargs="+", type=int, help=f"default: {DEFAULTS['lengths']}")
+    scopes: tuple[str, ...] = option(nargs="+", choices=sorted(WORKLOADS), help="default: layer encoder")
+    batch: int = option(type=int, help=f"default: {DEFAULTS['batch']}")
+    dim: int = option(type=int, help=f"default: {DEFAULTS['dim']}")
+    heads: int = option(type=int, help=f"default: {DEFAULTS['heads']}")
+    warmup: int = option(type=int, default=1)
+    repeats: int = option(type=int, default=5)
+    time_budget_s: float = option(
+        type=float, default=30.0, help="stop repeating once the timed steps add up to this"
+    )
+    max_step_s: float | None = option(
+        type=float, help="skip an attention's longer lengths once one step took longer"
+    )
+    run: Isolation = arguments(partial(add_run_arguments, timeout_s=300))
+    out: Path = out_option("efficiency_<device>.* (or the --paper table's)")
+
+
+configure = partial(add_options, settings=EfficiencySettings)
 
 
 def settings_from(args: argparse.Namespace) -> EfficiencySettings:
-    """The run's settings: those not given from ``--paper``'s table, else ``DEFAULTS``."""
     paper = PAPER_TABLES[args.paper] if args.paper else None
-    if paper is not None and (args.attentions or args.scopes):
+    if paper is not None and (args.rows or args.scopes):
         raise ValueError(
             f"--paper {args.paper} measures its own rows and workload: drop --attentions/--scopes"
         )
-    unknown = [name for name in args.attentions or [] if name not in bench_names()]
+    unknown = [name for name in args.rows or [] if name not in bench_names()]
     if unknown:
         raise ValueError(f"unknown attention(s) {unknown}; valid: {', '.join(bench_names())}")
     given = {key: getattr(args, key) for key in DEFAULTS if getattr(args, key) is not None}
     chosen = {**DEFAULTS, **(paper.settings if paper else {}), **given}
     if chosen["dim"] % chosen["heads"]:
         raise ValueError(f"--dim ({chosen['dim']}) must be divisible by --heads ({chosen['heads']})")
-    rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.attentions or bench_names())
-    return EfficiencySettings(
-        rows, tuple(sorted(chosen["lengths"])), tuple(chosen["scopes"]), chosen["batch"], chosen["dim"],
-        chosen["heads"], args.warmup, args.repeats, args.time_budget_s, args.max_step_s,
-        Isolation.from_args(args), args.out, paper,
-    )  # fmt: skip
+    rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.rows or bench_names())
+    chosen["lengths"] = sorted(chosen["lengths"])
+    return settings_of(
+        EfficiencySettings, args, **chosen, rows=rows, run=Isolation.from_args(args), paper=paper
+    )
 
 
 def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
@@ -268,8 +258,6 @@ def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
     for scope in settings.scopes:
         rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
         rows_by_scope[scope] = rows
-        if not paper:
-            print_growths(scope, rows)
         if paper:  # a published table's one workload, its rows named by its labels
             outputs.write_csv({"label": "", **CSV_COLUMNS}, rows)
         else:  # each scope's CSV as soon as it is measured

@@ -1,13 +1,8 @@
-"""One configuration of the efficiency benchmark (``BenchConfig``): its core, its workload's step, its
-``Measurement`` row, and the sweep over lengths that skips what cannot finish.
-
-Cores: the registry's, and ``naive``: the papers' Transformer, softmax with the (seq, seq) scores held
-(``standard`` may run a fused kernel that never holds them); the registry's mixers take the place of
-the whole ``MultiHeadSelfAttention``. Workloads (``scope``): ``layer`` = forward+backward of one
-``MultiHeadSelfAttention`` (or mixer) on (batch, n, dim); ``encoder`` = the same of
-``lra.model.LRAClassifier`` on (batch, n) tokens with a cross-entropy loss; ``inference`` = one layer's
-forward in eval mode. Each step is built after one at ``PRIME_SEQ_LEN`` tokens, so that one-time costs
-(kernel code paged in, thread pools, allocator arenas) are paid before the memory probe starts.
+"""One configuration of the efficiency benchmark (``BenchConfig``): its core (the registry's, or
+``naive``, the papers' Transformer: ``standard`` may run a fused kernel that never holds the scores), the
+step of its workload (``WORKLOADS``), its ``Measurement`` row, and the sweep over lengths that skips what
+cannot finish. A step is built after one at ``PRIME_SEQ_LEN`` tokens, so that one-time costs (kernel code
+paged in, thread pools, allocator arenas) are paid before the memory probe starts.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``python -m lra.bench fidelity``: how close each approximate attention's output is to its exact
-counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``).
-
-Cores keep their defaults but for ``--set``; cores with trainable parameters (Linformer's projections)
-approximate nothing untrained and are left out. Writes ``fidelity_cpu.csv``, the page
-``fidelity_cpu.md`` (a table per input source: random, ``--checkpoint``) and the plot ``fidelity_cpu.png``.
+counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``
+measures it and says which cores are left out). Cores keep their defaults but for ``--set``. Writes
+``fidelity_cpu.{csv,md,png}``; the page has a table per input source (random, ``--checkpoint``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,8 @@ import torch
 import attention_zoo
 from lra.bench import fidelity_measure
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.output import Outputs, add_out_argument, log_log, panel_grid
+from lra.bench.options import add_options, option, settings_of
+from lra.bench.output import Outputs, log_log, out_option, panel_grid
 from lra.provenance import markdown_table
 from lra.results.plotting import attention_color, legend_below, legend_entries
 
@@ -34,27 +33,38 @@ DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096)
 DEFAULT_BUDGETS = (16, 32, 64, 128, 256)
 # the Nyström convolution skip is a learned term beside the approximation, not part of it
 DEFAULT_OVERRIDES = ("nystrom.conv_kernel_size=None",)
+SET_HELP = f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})"
 FORMATS = {"budget": "d", "error_mean": ".6g", "error_std": ".6g"}  # the others as they are
 CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(FidelityRow)}
 
 
 @dataclass(frozen=True)
 class FidelitySettings:
-    """A run: lengths, budgets, the random inputs, the core options (``overrides`` as given, ``options``
-    parsed: name -> option -> value), the trained model whose Q, K, V are also measured, the output folder."""
+    """A run; the core options as given (``overrides``) and parsed (``options``: name -> option -> value)."""
 
-    lengths: tuple[int, ...]
-    budgets: tuple[int, ...]
-    seeds: tuple[int, ...]
-    batch: int
-    heads: int
-    head_dim: int
-    overrides: tuple[str, ...]
+    lengths: tuple[int, ...] = option(nargs="+", type=int, default=list(DEFAULT_LENGTHS))
+    budgets: tuple[int, ...] = option(nargs="+", type=int, default=list(DEFAULT_BUDGETS))
+    seeds: tuple[int, ...] = option(nargs="+", type=int, default=[0, 1, 2])
+    batch: int = option(type=int, default=1, help="random inputs per seed")
+    heads: int = option(type=int, default=2)
+    head_dim: int = option(type=int, default=32)
+    overrides: tuple[str, ...] = option("--set", action="append", metavar="NAME.OPTION=VALUE", help=SET_HELP)
     options: dict[str, dict[str, object]]
-    checkpoint: Path | None
-    data_root: Path | None
-    checkpoint_batch: int
-    out: Path
+    checkpoint: Path | None = option(type=Path, help="a Lightning checkpoint of the harness")
+    data_root: Path | None = option(type=Path, help="prepared data root for --checkpoint")
+    checkpoint_batch: int = option(type=int, default=8, help="validation examples for --checkpoint")
+    out: Path = out_option("fidelity_cpu.*")
+
+
+configure = partial(add_options, settings=FidelitySettings)
+
+
+def settings_from(args: argparse.Namespace) -> FidelitySettings:
+    overrides = args.overrides or DEFAULT_OVERRIDES
+    sort = {"lengths": sorted(args.lengths), "budgets": sorted(args.budgets)}
+    return settings_of(
+        FidelitySettings, args, overrides=overrides, options=parse_overrides(overrides), **sort
+    )
 
 
 def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
@@ -74,31 +84,6 @@ def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
             raise ValueError(f"--set {assignment!r}: the value must be a Python literal") from None
         overrides.setdefault(name, {})[option] = value
     return overrides
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--lengths", nargs="+", type=int, default=list(DEFAULT_LENGTHS))
-    add("--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS))
-    add("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    add("--batch", type=int, default=1, help="random inputs per seed")
-    add("--heads", type=int, default=2)
-    add("--head-dim", type=int, default=32)
-    overrides = f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})"
-    add("--set", action="append", metavar="NAME.OPTION=VALUE", help=overrides)
-    add("--checkpoint", type=Path, help="a Lightning checkpoint of the harness")
-    add("--data-root", type=Path, help="prepared data root for --checkpoint")
-    add("--checkpoint-batch", type=int, default=8, help="validation examples for --checkpoint")
-    add_out_argument(parser, "fidelity_cpu.*")
-
-
-def settings_from(args: argparse.Namespace) -> FidelitySettings:
-    overrides = tuple(args.set or DEFAULT_OVERRIDES)
-    return FidelitySettings(
-        tuple(sorted(args.lengths)), tuple(sorted(args.budgets)), tuple(args.seeds), args.batch, args.heads,
-        args.head_dim, overrides, parse_overrides(overrides), args.checkpoint, args.data_root,
-        args.checkpoint_batch, args.out,
-    )  # fmt: skip
 
 
 def run(settings: FidelitySettings, argv: Sequence[str]) -> None:

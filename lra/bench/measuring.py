@@ -1,10 +1,7 @@
 """How every benchmark measures a configuration: the median time and peak memory of a repeated step
-(``measure_step``), in this process or in a fresh interpreter (``Isolation``).
-
-CUDA: synchronised timing, ``max_memory_allocated`` above the probe's start; CPU: wall time, the peak
-RSS (VmHWM, reset through /proc/self/clear_refs) above the RSS at the probe's start. In a subprocess
-(``python -m lra.bench.measuring``, the pickled ``(measure, config)`` on stdin) no allocator cache from
-an earlier configuration shifts the peak memory, and an address-space limit turns a too-large
+(``measure_step``; the probes say how memory is read), in this process or in a fresh interpreter
+(``Isolation``: ``python -m lra.bench.measuring`` takes the pickled job on stdin), where no allocator
+cache of an earlier configuration shifts the peak and an address-space limit turns a too-large
 configuration into an ``oom`` row instead of a swapping machine. A step that fails, runs past its
 timeout or is killed is a ``Failure`` with a status (``oom``, ``timeout``, ``error``), not a crash.
 """
@@ -137,21 +134,17 @@ def measure_step(
             torch.cuda.empty_cache()
 
 
-def worker_main(argv: list[str]) -> None:
-    """Child side of ``Isolation.measure``: unpickle ``(measure, config)`` from stdin (which imports the
-    benchmark), set the threads, limit the address space, pickle ``measure(config)`` to the result file."""
-    parser = argparse.ArgumentParser(prog=f"python -m {WORKER}")
-    parser.add_argument("result", type=Path, help="file the pickled row is written to")
-    parser.add_argument("--threads", type=int)
-    parser.add_argument("--mem-limit-mb", type=int)
-    args = parser.parse_args(argv)
-    measure, config = pickle.loads(sys.stdin.buffer.read())
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    if args.mem_limit_mb is not None:  # map at most this much more than now: allocations beyond fail
-        limit = proc_status_kb("VmSize") * 1024 + args.mem_limit_mb * 2**20
+def worker_main(result: Path) -> None:
+    """Child side of ``Isolation.measure``: unpickle ``(measure, config, threads, mem_limit_mb)`` from stdin
+    (which imports the benchmark), set the threads, limit the address space, pickle ``measure(config)`` to
+    ``result``."""
+    measure, config, threads, mem_limit_mb = pickle.loads(sys.stdin.buffer.read())
+    if threads is not None:
+        torch.set_num_threads(threads)
+    if mem_limit_mb is not None:  # map at most this much more than now: allocations beyond fail
+        limit = proc_status_kb("VmSize") * 1024 + mem_limit_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    args.result.write_bytes(pickle.dumps(measure(config)))
+    result.write_bytes(pickle.dumps(measure(config)))
 
 
 def run_all(
@@ -216,11 +209,11 @@ class Isolation:
         with tempfile.TemporaryDirectory() as folder:
             result = Path(folder) / "row.pickle"
             command = [sys.executable, "-m", WORKER, str(result)]
-            for flag, value in (("--threads", self.threads), ("--mem-limit-mb", self.mem_limit_mb)):
-                command += [] if value is None else [flag, str(value)]
+            job = pickle.dumps((measure, config, self.threads, self.mem_limit_mb))
             try:
-                child = subprocess.run(command, input=pickle.dumps((measure, config)), capture_output=True,
-                                       timeout=self.timeout_s, cwd=REPO_ROOT)  # fmt: skip
+                child = subprocess.run(
+                    command, input=job, capture_output=True, timeout=self.timeout_s, cwd=REPO_ROOT
+                )
             except subprocess.TimeoutExpired:
                 return failed(config, Failure("timeout", f"no result within {self.timeout_s:g} s"))
             if child.returncode == -signal.SIGKILL:
@@ -238,4 +231,4 @@ class Isolation:
 
 
 if __name__ == "__main__":
-    worker_main(sys.argv[1:])
+    worker_main(Path(sys.argv[1]))

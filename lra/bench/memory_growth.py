@@ -1,7 +1,7 @@
 """How fast an attention's memory grows with the length: the exponent k of ``memory ∝ n^k`` between
 the shortest and the longest length it was measured at, beside the exponent that ``n log n`` has
 over the same span (the bound every efficient attention and mixer must keep: linear times log); per
-attention of the efficiency rows, as a page's table and as printed lines.
+attention of the efficiency rows, as a table of the page.
 """
 
 from __future__ import annotations
@@ -81,11 +81,3 @@ def growth_table(rows: Sequence[Measurement]) -> str:
         for name, g in growths(rows).items()
     ]
     return markdown_table(["attention", "lengths", "k", "n log n's k", "growth"], body)
-
-
-def print_growths(scope: str, rows: Sequence[Measurement]) -> None:
-    """One line per attention: its memory growth exponent and whether it stays within n log n."""
-    for name, g in growths(rows).items():
-        figures = f"k = {g.exponent:.2f} ({g.verdict().strip('*')}: {g.n_log_n_exponent:.2f})" if g else "—"
-        where = f"n={g.short}..{g.long}" if g else "fewer than two lengths"
-        print(f"[{scope:7}] {name:10} memory growth {where}: {figures}")

@@ -8,13 +8,13 @@ log–log panels (``panel_grid``, ``log_log``).
 
 from __future__ import annotations
 
-import argparse
 import csv
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lra.bench.options import option
 from lra.config.paths import writable_folder
 from lra.provenance import machine_description, rerun_command
 from lra.results.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
@@ -28,14 +28,10 @@ if TYPE_CHECKING:
 DEFAULT_OUT = Path("outputs") / "bench"
 
 
-def add_out_argument(parser: argparse.ArgumentParser, files: str) -> None:
-    """``--out FOLDER`` for ``files`` (e.g. ``efficiency_<device>.*``), by default ``DEFAULT_OUT``."""
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=DEFAULT_OUT,
-        help=f"folder for {files} (default: {DEFAULT_OUT}; --out results writes the project's own results/)",
-    )
+def out_option(files: str) -> Any:
+    """The ``--out FOLDER`` settings field of a command that writes ``files`` (``efficiency_<device>.*``)."""
+    folder = f"folder for {files} (default: {DEFAULT_OUT}; --out results writes the project's own results/)"
+    return option(type=Path, default=DEFAULT_OUT, help=folder)
 
 
 def number(value: float | None, fmt: str) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 import attention_zoo
 from lra.bench import train_speed_measure
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments, run_all
-from lra.bench.output import Outputs, add_out_argument, failures, number
+from lra.bench.options import add_options, arguments, option, settings_of
+from lra.bench.output import Outputs, failures, number, out_option
 from lra.bench.train_speed_measure import TrainSpeedRow, paper_hours
 from lra.provenance import markdown_table
 from lra.results.published_costs import RUN_COST_PAPER
@@ -33,6 +34,9 @@ PRECISION_NOTE = (
     "precision: the composed config's `trainer.precision` ({}), as Lightning applies it: `bf16-mixed` "
     "(`16-mixed`) = bf16 (fp16) autocast around `training_step`, `32-true` = 32-bit"
 )
+OVERRIDES_HELP = (
+    "Hydra overrides of every configuration (e.g. experiment=skyformer features=128 task.seq_len=256)"
+)
 CPU_NOTE = (
     "On a CPU the projected hours are for comparison only: the paper's are GPU hours, and a CPU step at "
     "these shapes is one to three orders of magnitude slower. Compare the ratios to `standard` "
@@ -42,16 +46,29 @@ CPU_NOTE = (
 
 @dataclass(frozen=True)
 class TrainSpeedSettings:
-    """A run: every task × attention, ``steps`` timed after ``warmup`` untimed, with the Hydra
-    ``overrides`` of every configuration, where (``run``) and the output folder."""
+    """A run: every task × attention with the ``overrides``, ``steps`` timed after ``warmup`` untimed."""
 
-    tasks: tuple[str, ...]
-    attentions: tuple[str, ...]
-    steps: int
-    warmup: int
-    overrides: tuple[str, ...]
-    run: Isolation
-    out: Path
+    tasks: tuple[str, ...] = option(nargs="+", default=list(TASKS))
+    attentions: tuple[str, ...] = option(nargs="+", help="default: every registered attention")
+    steps: int = option(type=int, help="timed steps (default: 3 on CPU, 20 on CUDA)")
+    warmup: int = option(type=int, help="untimed steps first (default: 1 CPU, 5 CUDA)")
+    overrides: tuple[str, ...] = option(nargs="+", default=[], metavar="KEY=VALUE", help=OVERRIDES_HELP)
+    run: Isolation = arguments(partial(add_run_arguments, timeout_s=900))
+    out: Path = out_option("train_speed_<device>.*")
+
+
+configure = partial(add_options, settings=TrainSpeedSettings)
+
+
+def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
+    run = Isolation.from_args(args)
+    default_steps, default_warmup = DEFAULT_STEPS[run.device.type]
+    steps = default_steps if args.steps is None else args.steps
+    warmup = default_warmup if args.warmup is None else args.warmup
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}")
+    attentions = args.attentions or attention_zoo.available()
+    return settings_of(TrainSpeedSettings, args, attentions=attentions, steps=steps, warmup=warmup, run=run)
 
 
 def ratio_to_reference(row: TrainSpeedRow, rows: Sequence[TrainSpeedRow]) -> str:
@@ -95,9 +112,8 @@ def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[s
         "Per task at its real shape (batch × sequence length, × 2 documents for retrieval) and attention: "
         "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
         "clipping as configured, optimizer and scheduler step; the module built from the composed Hydra "
-        f"config by `lra.job.train.build_module`) over {settings.steps} timed step(s) after "
-        f"{settings.warmup} "
-        f"warm-up step(s), on a random batch with every position a real token; "
+        f"config by `lra.job.train.build_module`) over {settings.steps} timed step(s) after {settings.warmup}"
+        " warm-up step(s), on a random batch with every position a real token; "
         + PRECISION_NOTE.format(", ".join(sorted({f"`{r.precision}`" for r in rows})))
         + ". "
         "Projected hours = median step × the config's `trainer.max_steps` / 3600: training steps only "
@@ -112,33 +128,6 @@ def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[s
     ]
     sections = [speed_table(rows), *failures(rows, lambda r: f"{r.task} × `{r.attention}`")]
     return f"Training speed on {device}", paragraphs, sections
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--tasks", nargs="+", default=list(TASKS))
-    add("--attentions", nargs="+", help="default: every registered attention")
-    add("--steps", type=int, help="timed steps (default: 3 on CPU, 20 on CUDA)")
-    add("--warmup", type=int, help="untimed steps first (default: 1 CPU, 5 CUDA)")
-    overrides = (
-        "Hydra overrides of every configuration (e.g. experiment=skyformer features=128 task.seq_len=256)"
-    )
-    add("--overrides", nargs="+", default=[], metavar="KEY=VALUE", help=overrides)
-    add_run_arguments(parser, timeout_s=900)
-    add_out_argument(parser, "train_speed_<device>.*")
-
-
-def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
-    run = Isolation.from_args(args)
-    default_steps, default_warmup = DEFAULT_STEPS[run.device.type]
-    steps = default_steps if args.steps is None else args.steps
-    warmup = default_warmup if args.warmup is None else args.warmup
-    if steps < 1 or warmup < 0:
-        raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}")
-    attentions = tuple(args.attentions or attention_zoo.available())
-    return TrainSpeedSettings(
-        tuple(args.tasks), attentions, steps, warmup, tuple(args.overrides), run, args.out
-    )
 
 
 def run(settings: TrainSpeedSettings, argv: Sequence[str]) -> None:

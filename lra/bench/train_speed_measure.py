@@ -66,12 +66,9 @@ def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
     lightning_logger.setLevel(logging.WARNING)
     try:
         trainer = trainer_record(cfg, cfg.trainer.max_steps)
-        devices, steps, clip = (
-            [device.index or 0] if device.type == "cuda" else 1,
-            trainer.max_steps,
-            clipping(trainer),
-        )
-        return L.Trainer(barebones=True, accelerator=device.type, devices=devices, max_steps=steps, **clip)
+        devices = [device.index or 0] if device.type == "cuda" else 1
+        run = {"max_steps": trainer.max_steps, **clipping(trainer)}
+        return L.Trainer(barebones=True, accelerator=device.type, devices=devices, **run)
     finally:
         lightning_logger.setLevel(level)
 
