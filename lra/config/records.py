@@ -30,12 +30,13 @@ from typing import Any
 @dataclass(frozen=True)
 class RecallRecord:
     """A generated recall task (``task.generator``): the generator's name and options, and the sizes of
-    its fixed sets, each drawn from the run's seed."""
+    its sets, each drawn from the run's seed: the training set fixed, or fresh each batch."""
 
     generator: str  # a task of data_prep.recall.TASKS
     options: dict[str, Any]  # its options (the rest at their defaults)
-    train_examples: int  # the fixed training set, cycled in epochs
+    train_examples: int  # the fixed training set, cycled in epochs; fresh: the examples of an epoch
     test_examples: int  # the fixed test set (validation uses it too)
+    training_set: str = "fixed"  # fixed | fresh: new examples each batch
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,12 @@ class EpochPermutationSampler(DistributedSampler):
         """Begin the next pass at ``index`` of epoch ``epoch``'s permutation (once)."""
         self.epoch, self.start = epoch, index
 
+    def order(self) -> list[int]:
+        """The indices of the current epoch, in the order its batches take them."""
+        return np.random.default_rng([self.seed, self.epoch]).permutation(self.size).tolist()
+
     def __iter__(self) -> Iterator[int]:
-        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.size).tolist()
+        order = self.order()
         start, self.start = self.start, 0
         rotated = order[start:] + order[:start]
         padded = rotated + rotated[: self.total_size - self.size]

@@ -95,7 +95,11 @@ CONFIG_KEYS: dict[str, Any] = {
     "pretrain.mode": Literal["none", "masked"],
 }
 # The keys of a recall task (``task.generator``), checked when it has one.
-RECALL_KEYS = {"task.train_examples": PositiveInt, "task.test_examples": PositiveInt}
+RECALL_KEYS = {
+    "task.train_examples": PositiveInt,
+    "task.test_examples": PositiveInt,
+    "task.training_set": Literal["fixed", "fresh"],
+}
 # The keys of ``pretrain=masked`` (conf/pretrain/masked.yaml), checked when it is chosen.
 PRETRAIN_KEYS: dict[str, Any] = {
     "pretrain.mask_prob": OpenFraction,

@@ -77,6 +77,7 @@ def recall_record(cfg: DictConfig) -> RecallRecord | None:
         options=options,
         train_examples=cfg.task.train_examples,
         test_examples=cfg.task.test_examples,
+        training_set=cfg.task.training_set,
     )
 
 
