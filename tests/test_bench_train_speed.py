@@ -39,6 +39,15 @@ def test_random_batch_has_the_real_shape_of_a_dual_task():
     assert labels.min() >= 0 and labels.max() < task.num_classes
 
 
+def test_a_recall_task_steps_its_token_head_on_a_label_at_every_position():
+    cfg = job_config("mqar", "standard", ["experiment=diagnostics_cpu"])
+    tokens, _, labels = random_batch(cfg.task, torch.device("cpu"))
+    assert tokens.shape == labels.shape == (64, 64) and labels.max() < cfg.task.num_classes
+    step = HarnessStep.build(cfg, torch.device("cpu"))
+    step()
+    assert step.steps_done == 1
+
+
 def test_harness_step_trains_steps_the_scheduler_and_does_not_warn_about_logging():
     step = HarnessStep.build(job_config("listops", "nystrom", TINY), torch.device("cpu"))
     before = [p.detach().clone() for p in step.module.parameters()]

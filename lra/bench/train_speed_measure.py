@@ -50,11 +50,13 @@ def job_config(task: str, attention: str, overrides: Sequence[str] = ()) -> Dict
 
 def random_batch(task: DictConfig, device: torch.device) -> Batch:
     """A batch of ``task``'s real shape, every position a real token: tokens (batch, seq_len) or, for a
-    dual task, (batch, 2, seq_len), in [1, vocab_size); lengths (batch,) or (batch, 2); labels (batch,)."""
+    dual task, (batch, 2, seq_len), in [1, vocab_size); lengths (batch,) or (batch, 2); labels (batch,),
+    or (batch, seq_len) for a recall task's token head (a label at every position)."""
     shape = (task.batch_size, 2) if task.dual else (task.batch_size,)
     tokens = torch.randint(1, task.vocab_size, (*shape, task.seq_len), device=device)
     lengths = torch.full(shape, task.seq_len, device=device)
-    labels = torch.randint(0, task.num_classes, (task.batch_size,), device=device)
+    labelled = (task.batch_size, task.seq_len) if task.get("generator") else (task.batch_size,)
+    labels = torch.randint(0, task.num_classes, labelled, device=device)
     return tokens, lengths, labels
 
 
