@@ -154,14 +154,15 @@ def build_report(
     recipe. ``written``: the figure stems the caller saved; ``report``: the papers' input (built from
     ``runs`` when None); ``chosen``: how the runs were chosen, for the header."""
     completed, superseded = latest_and_superseded(runs)
+    lra = [run for run in completed if not is_recall(run)]  # the recall runs have their own sections
     report = report or ReportInput(completed, [], [])
     written = written or set()
     final_blocks = [
         "## Test accuracy at the final weights (%)",
         "As above, from `test/acc_final` (one more test pass on the weights at the end of training; "
         "runs whose summary.json predates it have none).",
-        accuracy_table(completed, "test/acc_final")
-        if any("test/acc_final" in run.metrics for run in completed)
+        accuracy_table(lra, "test/acc_final")
+        if any("test/acc_final" in run.metrics for run in lra)
         else "No run records it.",
     ]
     blocks = [
@@ -182,13 +183,13 @@ def build_report(
         f"`{STAND_IN}` trained on random tokens and labels (`debug=fdr` without the task's data). "
         "A row marked `SPT` was "
         "self-pretrained on its task's inputs before fine-tuning (`pretrain=masked`).",
-        accuracy_table(completed),
+        accuracy_table(lra),
         "## Model size (parameters)",
         "Parameters of each model (`model/params`), with the share of its attention (`model/mixer_params`: "
         "the encoder blocks' attention projections and core). ⚑ marks a model more than "
         f"{SIZE_RULE:.0%} larger than the `standard` Transformer of the same task, data and protocol: "
         "the LRA paper compares models of about the same size only.",
-        parameter_table(completed),
+        parameter_table(lra),
         *(final_blocks if final else []),
         *spt_section(completed),
         *(block for name in papers for block in paper_blocks(name, report, written)),
