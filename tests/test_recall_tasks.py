@@ -95,3 +95,23 @@ def test_the_recall_presets_are_causal_and_sweep_their_sources_grids(preset, exp
     assert set(swept) == (
         {"model.dim", "task.lr"} if preset == "zoology" else {"task", "task.lr", "task.weight_decay"}
     )
+
+
+TIER_TASKS = ["mqar", *(name for name in TASKS if name not in ("mqar", "induction"))]
+
+
+@pytest.mark.parametrize("attention", ["standard", "nystrom", "mamba", "bigbird", "longformer"])
+def test_the_cpu_tier_runs_an_entry_causal_where_it_can_and_every_task_at_64_tokens_at_most(attention):
+    causal = attention_zoo.spec(attention).causal
+    swept = OmegaConf.load(CONF_DIR / "experiment" / "diagnostics_cpu.yaml").hydra.sweeper.params
+    assert swept.task.split(",") == TIER_TASKS
+    for task in TIER_TASKS:
+        cfg = compose_config(["experiment=diagnostics_cpu", f"attention={attention}", f"task={task}"])
+        check_config(cfg)
+        records = job_records(cfg)
+        assert cfg.model.causal is causal and records.data.recall.training_set == "fresh"
+        assert cfg.task.seq_len in (32, 63, 64)  # memorization keeps MAD's 32
+        assert (cfg.model.dim, cfg.model.depth, cfg.model.num_heads) == (64, 2, 1)
+        assert records.trainer.max_steps == ((1200 if causal else 3000) if task == "mqar" else 400)
+        assert cfg.model.position == ("absolute" if causal else "rope")
+        assert records.model.state_size <= 2 * 64 * 64  # no more than standard keeps

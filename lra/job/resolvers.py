@@ -11,6 +11,11 @@
 - ``${lra.config_groups:}``: the config groups ``python -m lra --help`` lists (``lra.config.help_groups``).
 - ``${lra.locality_windows:SEQ_LEN,CLS_TOKEN}``: the windows ``experiment=locality`` sweeps for that
   length, ``8,16,32,...`` up to the first that covers every key (``locality_windows``).
+- ``${lra.causal_form:ATTENTION}``: whether the registry's ATTENTION has a causal form
+  (``attention_zoo``), e.g. ``causal: ${lra.causal_form:${attention.name}}``: the diagnostic presets
+  run an entry causal where it can be, and in their non-causal cell otherwise.
+- ``${lra.if:CONDITION,THEN,ELSE}``: THEN when CONDITION is true, else ELSE, e.g. the diagnostic
+  tier's ``max_steps: ${lra.if:${model.causal},1200,3000}``.
 - ``${lra.not:VALUE}``: the boolean negation, e.g. ``bidirectional: ${lra.not:${model.causal}}``: a
   mixer scans one way under ``model.causal=true``, both ways otherwise.
 - ``${lra.recall_shape:KEY}``: ``seq_len``, ``vocab_size`` or ``num_classes`` of the recall task that
@@ -96,6 +101,14 @@ def locality_windows(seq_len: int, cls_token: bool = False) -> str:
     return ",".join(map(str, windows))
 
 
+def causal_form(attention: str) -> bool:
+    """Whether ``attention`` is registered with a causal form (False for a name the registry lacks: the
+    config check names it)."""
+    import attention_zoo
+
+    return attention in attention_zoo.available() and attention_zoo.spec(attention).causal
+
+
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
@@ -107,3 +120,7 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.locality_windows", locality_windows, replace=True)
     OmegaConf.register_new_resolver("lra.recall_shape", recall_shape, replace=True)
     OmegaConf.register_new_resolver("lra.not", lambda value: not value, replace=True)
+    OmegaConf.register_new_resolver("lra.causal_form", causal_form, replace=True)
+    OmegaConf.register_new_resolver(
+        "lra.if", lambda condition, then, otherwise: then if condition else otherwise, replace=True
+    )
