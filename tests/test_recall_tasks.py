@@ -115,3 +115,15 @@ def test_the_cpu_tier_runs_an_entry_causal_where_it_can_and_every_task_at_64_tok
         assert records.trainer.max_steps == ((1200 if causal else 3000) if task == "mqar" else 400)
         assert cfg.model.position == ("absolute" if causal else "rope")
         assert records.model.state_size <= 2 * 64 * 64  # no more than standard keeps
+
+
+def test_the_generator_benchmark_times_the_tiers_own_shapes(capsys):
+    from data_prep.recall import bench
+
+    assert [name for name, _ in bench.TIER] == TIER_TASKS
+    for name, options in bench.TIER:
+        cfg = compose_config(["experiment=diagnostics_cpu", f"task={name}"])
+        assert {key: cfg.task.generator[key] for key in options} == options
+    bench.main(["--tier", "--repeats", "1", "--batch", "4"])
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in TIER_TASKS)
