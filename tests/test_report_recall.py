@@ -74,8 +74,7 @@ def test_zoology_figure_draws_every_mqar_run_one_line_per_mixer_each_setting_apa
         "causal: length 128, 16 pairs",
         "non-causal: length 64, 8 pairs",
     ]
-    drawn = {ax.get_title(): {line.get_label(): list(zip(line.get_xdata(), line.get_ydata(), strict=True))
-                              for line in ax.get_lines()} for ax in figure.axes}  # fmt: skip
+    drawn = {ax.get_title(): drawn_points(ax) for ax in figure.axes}
     size = lambda name, **options: attention_zoo.state_size(name, dim=options.pop("dim", 64), **options)  # noqa: E731
     assert drawn["causal: length 64, 8 pairs"] == {
         "standard": [(size("standard", seq_len=64), 91.0), (size("standard", seq_len=64, dim=128), 99.0)],
@@ -87,6 +86,28 @@ def test_zoology_figure_draws_every_mqar_run_one_line_per_mixer_each_setting_apa
         "nystrom": [(size("nystrom", seq_len=64, num_landmarks=16), 15.0),
                     (size("nystrom", seq_len=64, num_landmarks=32), 25.0)],
     }  # fmt: skip
+    assert text_problems(figure) == []
+    assert figure.legends and not any(ax.texts for ax in figure.axes)  # lines: every label in the legend
+    agg_pyplot().close(figure)
+
+
+def drawn_points(ax) -> dict[str, list[tuple[float, float]]]:
+    """label -> its (state size, accuracy %) points: a line's, or a single marker's."""
+    lines = {
+        line.get_label(): list(zip(line.get_xdata(), line.get_ydata(), strict=True))
+        for line in ax.get_lines()
+    }
+    marks = {marks.get_label(): [tuple(point) for point in marks.get_offsets()] for marks in ax.collections}
+    return lines | marks
+
+
+def test_a_mixer_with_one_state_size_is_a_marker_with_its_label_beside_it(recall_root: Path):
+    runs = [run for run in label_configurations(find_runs([recall_root])) if run.task == "mqar"]
+    one_each = [run for run in runs if run.config["task"]["generator"]["input_seq_len"] == 128]
+    figure = recall_vs_state(one_each)
+    [ax] = figure.axes
+    assert set(drawn_points(ax)) == {"standard"} and not ax.get_lines()
+    assert [text.get_text() for text in ax.texts] == ["standard"] and not figure.legends
     assert text_problems(figure) == []
     agg_pyplot().close(figure)
 

@@ -28,7 +28,7 @@ from lra.report.curves import read_curves
 from lra.report.document import ACCURACY_VS_TIME, LOCALITY, build_report, split_by_protocol
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
 from lra.report.progress import progress_table, with_killed
-from lra.report.recall import RECALL_VS_STATE
+from lra.report.recall import RECALL_VS_STATE, apart
 from lra.report.runs import SCHEMAS, Run, find_runs, latest_per_seed
 from lra.report.selection import Selection, add_selection_arguments
 from lra.report.studies import studies_section
@@ -148,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr)
     papers = [args.paper] if args.paper else list(PAPERS)
     completed = latest_per_seed(runs)
-    report = ReportInput(completed, *read_curves(completed))
+    lra, recall = apart(completed)
+    report = ReportInput(lra, *read_curves(lra), recall=recall)
     specs = [spec for name in papers for spec in PAPERS[name].figures]
     specs += [ACCURACY_VS_TIME, LOCALITY, RECALL_VS_STATE]
     writable_folder(args.out, "--out")

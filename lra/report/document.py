@@ -12,7 +12,7 @@ from lra.report import figures
 from lra.report.configurations import common_options_line, usual_values_line
 from lra.report.locality import locality_figure, locality_table
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
-from lra.report.recall import RECALL_VS_STATE, is_recall, recall_blocks
+from lra.report.recall import RECALL_VS_STATE, apart, recall_blocks
 from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_and_superseded
 from lra.report.spt import spt_section
 from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table
@@ -138,25 +138,14 @@ def paper_blocks(name: str, report: ReportInput, written: set[str]) -> list[str]
     return blocks
 
 
-def build_report(
-    runs: Sequence[Run],
-    command: str,
-    papers: Sequence[str] = tuple(PAPERS),
-    final: bool = False,
-    written: set[str] | None = None,
-    report: ReportInput | None = None,
-    chosen: str = "",
-) -> str:
-    """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
-    accuracy table (and at the final weights with ``final``), scratch against self-pretrained (when
-    a run was self-pretrained), each of ``papers``' sections, the accuracy-against-time figure, the
-    locality figure (when a task has ``window`` runs), the jobs that did not complete and the W&B
-    recipe. ``written``: the figure stems the caller saved; ``report``: the papers' input (built from
-    ``runs`` when None); ``chosen``: how the runs were chosen, for the header."""
-    completed, superseded = latest_and_superseded(runs)
-    lra = [run for run in completed if not is_recall(run)]  # the recall runs have their own sections
-    report = report or ReportInput(completed, [], [])
-    written = written or set()
+NO_LRA = "No LRA task among these runs: the recall diagnostics are below."
+
+
+def lra_blocks(
+    lra: Sequence[Run], final: bool, papers: Sequence[str], report: ReportInput, written: set[str]
+) -> list[str]:
+    """The LRA runs' accuracy and size tables (and at the final weights with ``final``), scratch against
+    self-pretrained, the papers' sections and the accuracy-against-time and locality figures."""
     final_blocks = [
         "## Test accuracy at the final weights (%)",
         "As above, from `test/acc_final` (one more test pass on the weights at the end of training; "
@@ -165,13 +154,7 @@ def build_report(
         if any("test/acc_final" in run.metrics for run in lra)
         else "No run records it.",
     ]
-    blocks = [
-        "# LRA results",
-        f"Produced by `{command}` from {counts_line(runs, completed, superseded)}",
-        provenance_lines(runs) + (f"\n- runs chosen: {chosen}" if chosen else ""),
-        "\n".join(line for line in (common_options_line(completed), usual_values_line(completed)) if line),
-        protocols_section(completed),
-        chance_lines(completed),
+    return [
         "## Test accuracy (%)",
         "Mean ± sample std over seeds [the 95% confidence interval of the mean, Student's t, from two "
         "seeds on] (number of seeds, and how many of them are at chance) of the test "
@@ -191,11 +174,41 @@ def build_report(
         "the LRA paper compares models of about the same size only.",
         parameter_table(lra),
         *(final_blocks if final else []),
-        *spt_section(completed),
+        *spt_section(lra),
         *(block for name in papers for block in paper_blocks(name, report, written)),
         *figure_block(ACCURACY_VS_TIME, written, report),
-        *(figure_block(LOCALITY, written, report) if locality_table(completed) else []),
-        *(figure_block(RECALL_VS_STATE, written, report) if any(map(is_recall, completed)) else []),
+        *(figure_block(LOCALITY, written, report) if locality_table(lra) else []),
+    ]
+
+
+def build_report(
+    runs: Sequence[Run],
+    command: str,
+    papers: Sequence[str] = tuple(PAPERS),
+    final: bool = False,
+    written: set[str] | None = None,
+    report: ReportInput | None = None,
+    chosen: str = "",
+) -> str:
+    """The markdown report of ``runs`` (already passed through ``split_by_protocol``): the header, our
+    accuracy table (and at the final weights with ``final``), scratch against self-pretrained (when
+    a run was self-pretrained), each of ``papers``' sections, the accuracy-against-time figure, the
+    locality figure (when a task has ``window`` runs), the jobs that did not complete and the W&B
+    recipe. ``written``: the figure stems the caller saved; ``report``: the papers' input (built from
+    ``runs`` when None); ``chosen``: how the runs were chosen, for the header."""
+    completed, superseded = latest_and_superseded(runs)
+    lra, recall = apart(completed)  # the recall runs have their own sections
+    report = report or ReportInput(lra, [], [], recall=recall)
+    written = written or set()
+    blocks = [
+        "# LRA results",
+        f"Produced by `{command}` from {counts_line(runs, completed, superseded)}",
+        provenance_lines(runs) + (f"\n- runs chosen: {chosen}" if chosen else ""),
+        "\n".join(line for line in (common_options_line(completed), usual_values_line(completed)) if line),
+        protocols_section(completed),
+        chance_lines(completed),
+        *(lra_blocks(lra, final, papers, report, written) if lra else [NO_LRA]),
+        *(figure_block(RECALL_VS_STATE, written, report) if report.recall else []),
         *recall_blocks(report),
         "## Failed, NaN and interrupted jobs",
         failed_section(runs),

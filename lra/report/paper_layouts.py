@@ -34,12 +34,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReportInput:
-    """What the papers' sections are made from: the completed runs counted (latest per seed), the
-    runs' validation curves and the runs that have none, with the reason."""
+    """What the papers' sections are made from: the completed LRA runs counted (latest per seed), the
+    runs' validation curves and the runs that have none, with the reason; ``recall``: the completed
+    runs of the recall tasks, which only the recall figure and MAD's table show."""
 
     completed: Sequence[Run]
     curves: Sequence[Curve]
     missing_curves: Sequence[tuple[Run, str]]
+    recall: Sequence[Run] = ()
 
 
 @dataclass(frozen=True)

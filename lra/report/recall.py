@@ -30,6 +30,7 @@ from lra.report.configurations import label_configurations
 from lra.report.panels import TITLE_SIZE, legend_below_panels, panel_grid
 from lra.report.paper_layouts import FigureSpec, ReportInput
 from lra.report.runs import Run
+from lra.results.marker_labels import place_labels
 from lra.results.plotting import attention_color, log_axis
 from lra.results.summary_json import STATE_SIZE
 
@@ -48,6 +49,12 @@ SETTINGS = {True: "causal", False: "non-causal"}
 
 def is_recall(run: Run) -> bool:
     return (run.config.get("task") or {}).get("generator") is not None
+
+
+def apart(runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """(the LRA runs, the recall runs) of ``runs``: the LRA tables and papers' sections show only the
+    first, the recall figure and MAD's table only the second."""
+    return [run for run in runs if not is_recall(run)], [run for run in runs if is_recall(run)]
 
 
 def setting(run: Run) -> str:
@@ -81,7 +88,7 @@ def mixer_runs(runs: Sequence[Run]) -> list[Run]:
         stripped.append(replace(
             run, settings=kept, configuration=repr(sorted(kept.items())),
             label_keys=tuple(key for key in run.label_keys if key not in left_out),
-            task="recall",  # one labelling for all: a mixer keeps its name across tasks
+            task=f"recall, {setting(run)}",  # one labelling a setting: a mixer keeps its name across tasks
         ))  # fmt: skip
     return [
         replace(labelled, task=run.task)
@@ -102,7 +109,9 @@ def best_by(runs: Sequence[Run], key) -> dict:
 
 
 def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
-    """Zoology's Figure 2 of the MQAR runs that record a state size; None when there are none."""
+    """Zoology's Figure 2 of the MQAR runs that record a state size; None when there are none. A mixer
+    with one state size is a marker with its label beside it (``place_labels``); lines, or a panel
+    without room for every label, take one legend below the panels."""
     mqar = [run for run in mixer_runs(runs) if run.task == "mqar" and run.value(STATE_SIZE)]
     if not mqar:
         return None
@@ -112,20 +121,28 @@ def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
         panels[(setting(run), options["input_seq_len"], options["num_kv_pairs"])].append(run)
     order = sorted(panels, key=lambda panel: (panel[0] != "causal", panel[1], panel[2]))
     fig, axes = panel_grid(len(order), "MQAR accuracy against the state size per layer (Zoology, Figure 2)")
+    points: list[list[tuple[str, float, float]]] = []  # per panel: (label, size, accuracy %) of each marker
     for panel, ax in zip(order, axes, strict=True):
         best = best_by(panels[panel], lambda run: (run.label, run.value(STATE_SIZE)))
+        points.append([])
         for label in sorted({label for label, _ in best}):
-            points = sorted((size, accuracy) for (name, size), accuracy in best.items() if name == label)
-            sizes, accuracies = zip(*points, strict=True)
-            ax.plot(
-                sizes, [100 * a for a in accuracies], marker="o", color=attention_color(label), label=label
-            )
+            line = sorted((size, 100 * accuracy) for (name, size), accuracy in best.items() if name == label)
+            if len(line) == 1:  # a marker: its label goes beside it
+                ax.scatter(*line[0], color=attention_color(label), label=label, zorder=3)
+                points[-1].append((label, *line[0]))
+            else:
+                ax.plot(*zip(*line, strict=True), marker="o", color=attention_color(label), label=label)
         name, length, pairs = panel
         ax.set_title(f"{name}: length {length}, {pairs} pairs", fontsize=TITLE_SIZE)
         ax.set(xlabel="state size per layer (numbers)", ylabel="test accuracy (%)", ylim=(-3, 103))
         log_axis(ax, "x")
         ax.grid(True, which="both", alpha=0.3)
-    legend_below_panels(fig, axes)
+    lines = any(ax.get_lines() for ax in axes)
+    if lines or not all(place_labels(fig, ax, marks) for ax, marks in zip(axes, points, strict=True)):
+        for ax in axes:  # a label either beside its marker in every panel, or in the legend
+            for text in list(ax.texts):
+                text.remove()
+        legend_below_panels(fig, axes)
     return fig
 
 
@@ -171,7 +188,7 @@ def mad_table(runs: Sequence[Run]) -> str:
 RECALL_VS_STATE = FigureSpec(
     "recall_vs_state",
     "## Recall against state size (Zoology, Figure 2)",
-    lambda report: recall_vs_state(report.completed),
+    lambda report: recall_vs_state(report.recall),
     "No completed MQAR run records a state size.",
     lambda report: (
         "One panel per setting (causal or non-causal), length and number of pairs; each point "
@@ -182,7 +199,7 @@ RECALL_VS_STATE = FigureSpec(
 
 def recall_blocks(report: ReportInput) -> list[str]:
     """MAD's table under its heading, when a MAD task ran."""
-    table = mad_table(report.completed)
+    table = mad_table(report.recall)
     if not table:
         return []
     return [
