@@ -90,7 +90,10 @@ def test_the_recall_presets_are_causal_and_sweep_their_sources_grids(preset, exp
     cfg = compose_config([f"experiment={preset}", "attention=mamba"])
     check_config(cfg)
     assert {key: OmegaConf.select(cfg, key) for key in expected} == expected
-    assert cfg.model.causal and cfg.attention.bidirectional is False
+    assert cfg.model.causal and cfg.attention.bidirectional is False and cfg.model.position == "absolute"
+    without = compose_config([f"experiment={preset}", "attention=nystrom"])  # no causal form
+    check_config(without)
+    assert (without.model.causal, without.model.position) == (False, "rope")
     swept = OmegaConf.load(CONF_DIR / "experiment" / f"{preset}.yaml").hydra.sweeper.params
     assert set(swept) == (
         {"model.dim", "task.lr"} if preset == "zoology" else {"task", "task.lr", "task.weight_decay"}
