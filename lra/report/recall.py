@@ -18,6 +18,7 @@ or plot on the x axis left out (learning rate, weight decay, width, the attentio
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -45,6 +46,8 @@ MAD_TASKS = (
     "selective_copying", "compression", "memorization",
 )  # fmt: skip
 SETTINGS = {True: "causal", False: "non-causal"}
+MARKER_AREA = 64.0  # points²: a single-state-size mixer's marker
+OVERLAP = (0.04, 3.0)  # markers closer than this (log10 state size, accuracy points) overlap
 
 
 def is_recall(run: Run) -> bool:
@@ -125,10 +128,15 @@ def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
     for panel, ax in zip(order, axes, strict=True):
         best = best_by(panels[panel], lambda run: (run.label, run.value(STATE_SIZE)))
         points.append([])
+        drawn: list[tuple[float, float]] = []  # (log10 state size, accuracy) of the markers so far
         for label in sorted({label for label, _ in best}):
             line = sorted((size, 100 * accuracy) for (name, size), accuracy in best.items() if name == label)
-            if len(line) == 1:  # a marker: its label goes beside it
-                ax.scatter(*line[0], color=attention_color(label), label=label, zorder=3)
+            if len(line) == 1:  # a marker, its label beside it; one over others is a smaller disc
+                here = (math.log10(line[0][0]), line[0][1])  # inside them, so that every one shows
+                under = sum(abs(here[0] - x) < OVERLAP[0] and abs(here[1] - y) < OVERLAP[1] for x, y in drawn)
+                area = MARKER_AREA / (1 + under) ** 2
+                ax.scatter(*line[0], s=area, color=attention_color(label), label=label, zorder=3 + under)
+                drawn.append(here)
                 points[-1].append((label, *line[0]))
             else:
                 ax.plot(*zip(*line, strict=True), marker="o", color=attention_color(label), label=label)
