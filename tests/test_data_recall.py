@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from data_prep.recall import IGNORE, MAD_LEVELS, TASKS, build, mad_levels
+from data_prep.recall.mad_fuzzy import Segments
 from data_prep.recall.mqar import gap_weights
 from data_prep.recall.sampling import draw_distinct
 
@@ -179,6 +180,34 @@ def test_fuzzy_answers_follow_an_earlier_showing_of_the_key(mask_answers, split)
                 assert all(
                     tokens[q] == mask for q in range(start + 1, min(start + 1 + len(answers), len(tokens)))
                 )
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(seq_len=64),
+        dict(seq_len=48, multi_query=False, noise_vocab_size=3, frac_noise=0.3, vocab_size=20),
+    ],
+)
+def test_fuzzy_segments_past_the_length_change_nothing(split, options):
+    """The draw stops adding segments once every row's last one starts at or past the length:
+    the batch equals the one from the source's bound (S // 2 + 1 segments, each >= 2 tokens)."""
+    task = build("fuzzy_in_context_recall", **options)
+    rng, n, seq = np.random.default_rng(3), 200, task.options.seq_len
+    probe = task.draw_probe(rng, n, split)
+    whole = task.natural(task.draw_segments(rng, n, seq // 2 + 1, split), probe)
+    need = int((whole.starts < seq).sum(axis=1).max()) + 1  # the fewest that pass every row
+    assert need < seq // 2 + 1
+
+    def first(count: int):
+        return task.natural(Segments(**{k: v[:, :count] for k, v in vars(whole.segments).items()}), probe)
+
+    short = first(need)
+    assert (short.starts[:, -1] >= seq).all() and (short.starts[:, -2] < seq).any()
+    expected, got, halved = task.assemble(whole), task.assemble(short), task.assemble(first(need // 2))
+    assert np.array_equal(got.inputs, expected.inputs) and np.array_equal(got.targets, expected.targets)
+    assert not np.array_equal(halved.inputs, expected.inputs)  # the comparison sees a missing segment
 
 
 def test_fuzzy_statistics_match_mad():

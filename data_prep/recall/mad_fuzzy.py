@@ -28,7 +28,7 @@ MAD draws a fixed training set (``MemoryDataset``, ``mad/data/dataset.py`` L129-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
@@ -73,6 +73,53 @@ class FuzzyRecallOptions:
         return self.vocab_size - self.noise_vocab_size - (1 if self.multi_query else 2)
 
 
+@dataclass(frozen=True)
+class Segments:
+    """Natural segments as drawn, (n, segs) each: key and value motif sizes, (n, segs, k) keys,
+    (n, segs, v) values, noise flags and (n, segs, k+v) noise tokens."""
+
+    k_size: np.ndarray
+    v_size: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+    noise: np.ndarray
+    noise_tokens: np.ndarray
+
+    def extended(self, more: Segments) -> Segments:
+        """These segments, then ``more`` after them in every row."""
+        return Segments(
+            **{
+                f.name: np.concatenate([getattr(self, f.name), getattr(more, f.name)], axis=1)
+                for f in fields(self)
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Probe:
+    """(n, k) key and (n, v) value motifs, their (n,) sizes, and the (n,) index it goes in at."""
+
+    key: np.ndarray
+    value: np.ndarray
+    k_size: np.ndarray
+    v_size: np.ndarray
+    index: np.ndarray
+
+
+@dataclass(frozen=True)
+class NaturalOrder:
+    """Segments before the probe goes in: where each key first showed, whether it is the probe
+    key, the value each segment shows (its key's first), and (n, segs) where each starts."""
+
+    segments: Segments
+    probe: Probe
+    first: np.ndarray
+    is_probe: np.ndarray
+    values: np.ndarray
+    v_size: np.ndarray
+    starts: np.ndarray
+
+
 def _motif_code(tokens: np.ndarray, sizes: np.ndarray, base: int) -> np.ndarray:
     """(..., m) tokens and (...) sizes -> (...) an integer naming the motif tokens[..., :size]."""
     digits = np.where(np.arange(tokens.shape[-1]) < sizes[..., None], tokens + 1, 0)
@@ -107,38 +154,69 @@ class FuzzyInContextRecall(MaskedAnswerTask):
 
     def _draw(self, rng: np.random.Generator, n: int, split: str) -> Batch:
         o = self.options
-        km, vm, seq, width = o.k_motif_size, o.v_motif_size, o.seq_len, o.k_motif_size + o.v_motif_size
-        data, num_keys = o.data_tokens, o.data_tokens // 2
-        pad = o.vocab_size - 1 if o.multi_query else o.vocab_size - 2
-        segs = seq // 2 + 1  # each segment has >= 2 tokens: enough to pass the loop's end
-        rows, cols = np.arange(n)[:, None], np.arange(segs)
+        probe = self.draw_probe(rng, n, split)
+        # Segments are i.i.d., so drawing more once every row's last one starts past the length
+        # changes nothing (tests/test_data_recall.py checks it); a typical row needs seq / mean.
+        mean = (o.k_motif_size + 1) / 2 + (o.v_motif_size + 1) / 2
+        natural = self.natural(self.draw_segments(rng, n, int(o.seq_len / mean) + 6, split), probe)
+        while (natural.starts[:, -1] < o.seq_len).any():
+            more = self.draw_segments(rng, n, int(o.seq_len / mean / 4) + 1, split)
+            natural = self.natural(natural.segments.extended(more), probe)
+        return self.assemble(natural)
 
-        def key_sizes(shape: tuple[int, ...]) -> np.ndarray:
-            return np.full(shape, km) if split == "test" else rng.integers(1, km + 1, size=shape)
+    def _key_sizes(self, rng: np.random.Generator, shape: tuple[int, ...], split: str) -> np.ndarray:
+        km = self.options.k_motif_size
+        return np.full(shape, km) if split == "test" else rng.integers(1, km + 1, size=shape)
 
-        # natural segments, in the order the source's loop draws them
-        k_size, v_size = key_sizes((n, segs)), rng.integers(1, vm + 1, size=(n, segs))
-        keys = draw_distinct(rng, n * segs, 0, num_keys, km).reshape(n, segs, km)
-        values = draw_distinct(rng, n * segs, num_keys, data, vm).reshape(n, segs, vm)
-        noise = rng.random((n, segs)) < o.frac_noise
-        noise_tokens = rng.integers(data, data + max(o.noise_vocab_size, 1), size=(n, segs, width))
-        # the probe pair and where it goes in
-        pk_size, pv_size = key_sizes((n,)), rng.integers(1, vm + 1, size=n)
-        probe_key = draw_distinct(rng, n, 0, num_keys, km)
-        probe_value = draw_distinct(rng, n, num_keys, data, vm)
-        probe_index = rng.integers(0, seq - 2 * (pk_size + pv_size))  # (n,)
+    def draw_probe(self, rng: np.random.Generator, n: int, split: str) -> Probe:
+        """The probe pair of each row and the uniform index it goes in at."""
+        o = self.options
+        data, pk_size = o.data_tokens, self._key_sizes(rng, (n,), split)
+        pv_size = rng.integers(1, o.v_motif_size + 1, size=n)
+        return Probe(
+            key=draw_distinct(rng, n, 0, data // 2, o.k_motif_size),
+            value=draw_distinct(rng, n, data // 2, data, o.v_motif_size),
+            k_size=pk_size,
+            v_size=pv_size,
+            index=rng.integers(0, o.seq_len - 2 * (pk_size + pv_size)),  # (n,)
+        )
 
-        code = _motif_code(keys, k_size, num_keys + 1)  # (n, segs)
-        code = np.where(noise, -1 - cols, code)  # noise never repeats
+    def draw_segments(self, rng: np.random.Generator, n: int, count: int, split: str) -> Segments:
+        """``count`` natural segments per row, each drawn as the source's loop draws one."""
+        o = self.options
+        km, vm, data = o.k_motif_size, o.v_motif_size, o.data_tokens
+        return Segments(
+            k_size=self._key_sizes(rng, (n, count), split),
+            v_size=rng.integers(1, vm + 1, size=(n, count)),
+            keys=draw_distinct(rng, n * count, 0, data // 2, km).reshape(n, count, km),
+            values=draw_distinct(rng, n * count, data // 2, data, vm).reshape(n, count, vm),
+            noise=rng.random((n, count)) < o.frac_noise,
+            noise_tokens=rng.integers(data, data + max(o.noise_vocab_size, 1), size=(n, count, km + vm)),
+        )
+
+    def natural(self, segments: Segments, probe: Probe) -> NaturalOrder:
+        """The segments in the source's order, before the probe pair goes in."""
+        num_keys, (n, segs) = self.options.data_tokens // 2, segments.k_size.shape
+        rows = np.arange(n)[:, None]
+        code = _motif_code(segments.keys, segments.k_size, num_keys + 1)  # (n, segs)
+        code = np.where(segments.noise, -1 - np.arange(segs), code)  # noise never repeats
         first = first_index(code)  # (n, segs) where each key was first shown
-        is_probe = code == _motif_code(probe_key, pk_size, num_keys + 1)[:, None]
-        seg_values = np.where(is_probe[..., None], probe_value[:, None], values[rows, first])
-        seg_v_size = np.where(is_probe, pv_size[:, None], v_size[rows, first])
-        seg_len = k_size + seg_v_size  # (n, segs); noise has its own sizes as first == self
+        is_probe = code == _motif_code(probe.key, probe.k_size, num_keys + 1)[:, None]
+        values = np.where(is_probe[..., None], probe.value[:, None], segments.values[rows, first])
+        v_size = np.where(is_probe, probe.v_size[:, None], segments.v_size[rows, first])
+        seg_len = segments.k_size + v_size  # (n, segs); noise has its own sizes as first == self
+        starts = np.cumsum(seg_len, axis=1) - seg_len  # (n, segs)
+        return NaturalOrder(segments, probe, first, is_probe, values, v_size, starts)
 
-        starts = np.cumsum(seg_len, axis=1) - seg_len  # (n, segs) without the probe
-        end = seq - (pk_size + pv_size) - width  # (n,) the loop adds while length < end
-        at = np.minimum(np.argmax(starts >= probe_index[:, None], axis=1), (starts < end[:, None]).sum(1) - 1)
+    def assemble(self, natural: NaturalOrder) -> Batch:
+        """The batch of these segments and probes; segments starting past the length are unused."""
+        o, probe, seg = self.options, natural.probe, natural.segments
+        seq, width = o.seq_len, o.k_motif_size + o.v_motif_size
+        n, segs = seg.k_size.shape
+        rows, cols = np.arange(n)[:, None], np.arange(segs)
+        first, is_probe, starts = natural.first, natural.is_probe, natural.starts
+        end = seq - (probe.k_size + probe.v_size) - width  # (n,) the loop adds while length < end
+        at = np.minimum(np.argmax(starts >= probe.index[:, None], axis=1), (starts < end[:, None]).sum(1) - 1)
         inserted = ~np.any(is_probe & (cols < at[:, None]), axis=1)  # (n,) probe key not yet shown
         at = np.where(inserted, at, segs)
 
@@ -147,10 +225,10 @@ class FuzzyInContextRecall(MaskedAnswerTask):
         probe_slot = slots == at[:, None]  # (n, segs+1)
         nat = np.minimum(np.where(slots < at[:, None], slots, slots - 1), segs - 1)  # (n, segs+1)
         tokens, valid, in_value = _layout(
-            keys[rows, nat], seg_values[rows, nat], k_size[rows, nat], seg_v_size[rows, nat]
+            seg.keys[rows, nat], natural.values[rows, nat], seg.k_size[rows, nat], natural.v_size[rows, nat]
         )
-        tokens = np.where(noise[rows, nat][..., None], noise_tokens[rows, nat], tokens)
-        p_tokens, p_valid, p_value = _layout(probe_key, probe_value, pk_size, pv_size)  # (n, width)
+        tokens = np.where(seg.noise[rows, nat][..., None], seg.noise_tokens[rows, nat], tokens)
+        p_tokens, p_valid, p_value = _layout(probe.key, probe.value, probe.k_size, probe.v_size)  # (n, width)
         tokens = np.where(probe_slot[..., None], p_tokens[:, None], tokens)
         valid = np.where(probe_slot[..., None], p_valid[:, None] & inserted[:, None, None], valid)
         lengths = valid.sum(axis=2)  # (n, segs+1)
@@ -158,7 +236,7 @@ class FuzzyInContextRecall(MaskedAnswerTask):
         keep = valid & included[..., None]  # (n, segs+1, width)
 
         repeated = (first[rows, nat] != nat) | (is_probe[rows, nat] & inserted[:, None])
-        labelled = repeated & ~noise[rows, nat] & ~probe_slot & o.multi_query
+        labelled = repeated & ~seg.noise[rows, nat] & ~probe_slot & o.multi_query
         labels = np.where(labelled[..., None] & in_value, tokens, IGNORE)
 
         final = [p_tokens]
@@ -170,6 +248,7 @@ class FuzzyInContextRecall(MaskedAnswerTask):
         flat = np.concatenate([tokens.reshape(n, -1), *final], axis=1)
         flat_keep = np.concatenate([keep.reshape(n, -1), *final_keep], axis=1)
         flat_labels = np.concatenate([labels.reshape(n, -1), *final_labels], axis=1)
+        pad = o.vocab_size - 1 if o.multi_query else o.vocab_size - 2
         full = right_align(flat, flat_keep, seq + 1, pad)  # (n, S+1)
         full_labels = right_align(flat_labels, flat_keep, seq + 1, IGNORE)
 
