@@ -258,11 +258,12 @@ REQUIRED_ARGUMENTS = {
 
 def test_every_benchmark_writes_to_the_git_ignored_outputs_bench_unless_told(tmp_path, monkeypatch):
     from lra.bench.__main__ import COMMANDS
+    from lra.bench.options import add_options
     from lra.bench.output import DEFAULT_OUT
 
     for name, module in COMMANDS.items():
         parser = argparse.ArgumentParser()
-        module.configure(parser)
+        add_options(parser, module.Settings)
         required = REQUIRED_ARGUMENTS.get(name, [])
         assert parser.parse_args(required).out == DEFAULT_OUT == Path("outputs/bench"), name
     ignored = subprocess.run(["git", "check-ignore", "-q", "outputs/bench/efficiency_cpu.md"], cwd=REPO)

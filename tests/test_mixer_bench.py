@@ -12,7 +12,8 @@ import pytest
 from lra.bench.__main__ import main
 from lra.bench.efficiency_measure import BenchConfig, build_layer
 from lra.bench.fidelity_measure import measured_cores
-from lra.bench.train_speed import configure, settings_from
+from lra.bench.options import add_options
+from lra.bench.train_speed import Settings, settings_from
 
 
 @pytest.mark.slow
@@ -51,7 +52,7 @@ def test_fidelity_leaves_the_mixers_out_in_one_line():
 
 def test_train_speed_measures_every_registered_mixer_by_default():
     parser = argparse.ArgumentParser()
-    configure(parser)
+    add_options(parser, Settings)
     attentions = settings_from(parser.parse_args(["--device", "cpu"])).attentions
     assert {"s4d", "mamba"} <= set(attentions)
 

@@ -1,9 +1,8 @@
 """``python -m lra.bench COMMAND [options]``: see each command's ``--help``.
 
-``COMMANDS`` maps a command's name to its module. A command module has ``HELP`` (one line),
-``configure(parser)`` (adds its arguments), ``settings_from(args)`` (its frozen settings, built once
-from the parsed arguments; a ``ValueError`` is a usage error) and ``run(settings, argv)``.
-"""
+``COMMANDS`` maps a command's name to its module. A command module has ``HELP`` (one line), ``Settings``
+(frozen, each option a field: ``lra.bench.options``), ``settings_from(args)`` (its settings, built once
+from the parsed arguments; a ``ValueError`` is a usage error) and ``run(settings, argv)``."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from lra.bench import authors_ssm, compare, efficiency, fidelity, train_speed
+from lra.bench.options import add_options
 from lra.config.errors import OutputFolderError
 
 COMMANDS = {
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in COMMANDS.items():
         help_text = {"help": module.HELP, "description": module.HELP, "epilog": examples_text([name])}
-        module.configure(subparsers.add_parser(name, **help_text, **layout))
+        add_options(subparsers.add_parser(name, **help_text, **layout), module.Settings)
     return parser
 
 
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = COMMANDS[args.command]
     try:
-        command.run(command.settings_from(args), argv[1:])
+        command.run(command.settings_from(args), argv)
     except OutputFolderError as error:  # one line: the usage is not the problem
         sys.exit(f"{parser.prog}: {error}")
     except ValueError as error:

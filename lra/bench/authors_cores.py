@@ -1,11 +1,7 @@
 """The authors' attention implementations, each paired with our core under the same settings (the
-Skyformer code's LRA configs) for ``python -m lra.bench compare --against authors``.
-
-Imported from a user's checkout of github.com/pkuzengqi/Skyformer (none of their code is in this
-repository; their classes take q, k, v: (B, H, N, D) and a float mask (B, N), 1 at real tokens) and
-from ``transformers`` (``LongformerSelfAttention``, compared as a layer: x (B, N, H·D) -> (B, N, H·D)).
-A core that cannot be compared (not registered, a failing import) is a ``skipped`` line.
-"""
+Skyformer code's LRA configs) for ``python -m lra.bench compare --against authors``: their classes from a
+user's checkout (q, k, v: (B, H, N, D) and a float mask (B, N), 1 at real tokens), and ``transformers``'
+``LongformerSelfAttention`` as a layer: x (B, N, H·D) -> (B, N, H·D)."""
 
 from __future__ import annotations
 

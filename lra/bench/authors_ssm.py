@@ -15,7 +15,7 @@ from torch import nn
 
 import attention_zoo
 from lra.bench.authors_cores import import_from
-from lra.bench.options import add_options, option, settings_of
+from lra.bench.options import option, settings_of
 from lra.bench.output import Outputs, out_option
 from lra.provenance import checkout_line, git_commit, markdown_table, versions_line
 
@@ -30,7 +30,7 @@ HEADER = (
 
 
 @dataclass(frozen=True)
-class SsmSettings:
+class Settings:
     """A run: the two checkouts, the lengths, the batch and width, the output folder."""
 
     s4_code: Path = option(type=Path, required=True, help="a checkout of github.com/state-spaces/s4")
@@ -43,8 +43,7 @@ class SsmSettings:
     out: Path = out_option("authors_ssm_cpu.md")
 
 
-configure = partial(add_options, settings=SsmSettings)
-settings_from = partial(settings_of, SsmSettings)
+settings_from = partial(settings_of, Settings)
 
 
 def s4_call(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -61,7 +60,7 @@ class Reference:
     attention: str
     options: dict[str, bool]
     reference: str
-    build: Callable[[SsmSettings, int], nn.Module]
+    build: Callable[[Settings, int], nn.Module]
     names: dict[str, str]
     call: Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor] = s4_call
     conjugated: tuple[str, ...] = ()
@@ -69,14 +68,14 @@ class Reference:
     padded: bool = False
 
 
-def s4_block(settings: SsmSettings, dim: int, bidirectional: bool) -> nn.Module:
+def s4_block(settings: Settings, dim: int, bidirectional: bool) -> nn.Module:
     """Their S4Block around FFTConv, S4D-Lin's diagonal kernel, dt = exp(inv_dt), an SSM per channel."""
     block = import_from(settings.s4_code, "src.models.sequence.modules.s4block").S4Block
     kernel = {"mode": "s4d", "init": "diag-lin", "dt_transform": "exp"}
     return block(dim, transposed=False, bidirectional=bidirectional, **kernel)
 
 
-def mamba_block(settings: SsmSettings, dim: int) -> nn.Module:
+def mamba_block(settings: Settings, dim: int) -> nn.Module:
     module = import_from(settings.mamba_code, "model")
     return module.MambaBlock(module.ModelArgs(d_model=dim, n_layer=1, vocab_size=8))
 
@@ -135,7 +134,7 @@ def gradients(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     return [out, *torch.autograd.grad((out * probe).sum(), [x, *weights])]
 
 
-def agreement(ref: Reference, settings: SsmSettings, length: int, from_ours: bool) -> tuple[list, bool]:
+def agreement(ref: Reference, settings: Settings, length: int, from_ours: bool) -> tuple[list, bool]:
     """A row of the table (``HEADER``) for one pair and one copy direction, and whether it is within."""
     torch.manual_seed(0)
     theirs = ref.build(settings, settings.dim)
@@ -178,8 +177,8 @@ METHOD = (
 )
 
 
-def run(settings: SsmSettings, argv: Sequence[str]) -> None:
-    outputs = Outputs.start(settings.out, "authors_ssm", torch.device("cpu"), ["authors-ssm", *argv])
+def run(settings: Settings, argv: Sequence[str]) -> None:
+    outputs = Outputs.start(settings.out, "authors_ssm", torch.device("cpu"), argv)
     notes = [
         checkout_line("s4 checkout", settings.s4_code),
         checkout_line("mamba-minimal checkout", settings.mamba_code),

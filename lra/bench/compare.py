@@ -1,10 +1,7 @@
 """``python -m lra.bench compare --against authors``: our cores against the authors' implementations
 (``lra.bench.authors_cores``), forward+backward timed interleaved in one process and one thread, so that
-load from other processes falls on both alike. Per side: the step times, the minor page faults per step
-and the bytes the output's graph keeps for backward (a resident-set peak cannot separate two
-implementations in one process). ``--steady-heap`` makes glibc's malloc keep freed memory, so that no
-page of a new buffer is mapped and zeroed on first touch inside the times.
-"""
+load from other processes falls on both alike; docs/benchmarks.md says what each side's figures are and
+what ``--steady-heap`` changes."""
 
 from __future__ import annotations
 
@@ -17,9 +14,9 @@ from pathlib import Path
 
 import torch
 
-from lra.bench.authors_cores import Function, Inputs, Pair, authors_pairs, authors_provenance
-from lra.bench.measuring import elapsed_ms
-from lra.bench.options import add_options, option, settings_of
+from lra.bench.authors_cores import Pair, authors_pairs, authors_provenance
+from lra.bench.measuring import elapsed_ms, run_all
+from lra.bench.options import option, settings_of
 from lra.bench.output import Outputs, number, out_option
 from lra.job.memory import keep_freed_heap, minor_page_faults
 from lra.provenance import markdown_table
@@ -38,7 +35,7 @@ HEADER = (
 
 
 @dataclass(frozen=True)
-class CompareSettings:
+class Settings:
     """A run: the cores (None: all) of the authors' checkout against ours, at each length."""
 
     against: str = option(choices=("authors",), required=True)
@@ -57,13 +54,10 @@ class CompareSettings:
     out: Path = out_option("compare_authors_cpu.*")
 
 
-configure = partial(add_options, settings=CompareSettings)
-
-
-def settings_from(args: argparse.Namespace) -> CompareSettings:
+def settings_from(args: argparse.Namespace) -> Settings:
     if not args.authors_code:
         raise ValueError("--against authors needs --authors-code PATH (a checkout of pkuzengqi/Skyformer)")
-    return settings_of(CompareSettings, args)
+    return settings_of(Settings, args)
 
 
 @dataclass(frozen=True)
@@ -109,26 +103,15 @@ def saved_tensor_bytes(run: Callable[[], torch.Tensor], exclude: Iterable[torch.
     return sum(storages.values())
 
 
-def forward_backward(function: Function, inputs: Inputs) -> Callable[[], None]:
-    """A step: the output of ``function(*inputs)``, then the gradients of its sum to the float inputs."""
-    differentiable = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
-
-    def step() -> None:
-        torch.autograd.grad(function(*inputs).sum(), differentiable)
-
-    return step
-
-
 def compare(pair: Pair, length: int, rounds: int, warmup: int) -> Comparison:
-    """``rounds`` interleaved steps of each side after ``warmup`` of each; what each keeps for backward."""
+    """``rounds`` interleaved steps of each side (its output, then the gradients of its sum to the float
+    inputs) after ``warmup`` of each; what each keeps for backward."""
     inputs = pair.make_inputs()
-    functions = {"ours": pair.ours, "reference": pair.reference}
-    steps = {side: forward_backward(function, inputs) for side, function in functions.items()}
+    floats = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
     kept = {t for t in inputs if isinstance(t, torch.Tensor)} | set(pair.weights)
-    saved = {
-        side: saved_tensor_bytes(lambda function=function: function(*inputs), kept) / 2**20
-        for side, function in functions.items()
-    }
+    functions = {"ours": pair.ours, "reference": pair.reference}
+    steps = {side: lambda f=f: torch.autograd.grad(f(*inputs).sum(), floats) for side, f in functions.items()}
+    saved = {side: saved_tensor_bytes(lambda f=f: f(*inputs), kept) / 2**20 for side, f in functions.items()}
     for step in steps.values():
         for _ in range(warmup):
             step()
@@ -160,7 +143,7 @@ def comparison_row(result: Comparison) -> list[str]:
     ]  # fmt: skip
 
 
-def page(settings: CompareSettings, results: Sequence[Comparison]) -> tuple[str, list[str], list[str]]:
+def page(settings: Settings, results: Sequence[Comparison]) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs (what was run, the allocator) and its table."""
     method = (
         f"Forward+backward, batch {settings.batch}, {settings.heads} heads, head_dim {settings.head_dim}, "
@@ -184,9 +167,9 @@ def page(settings: CompareSettings, results: Sequence[Comparison]) -> tuple[str,
     return "Our cores against authors", [method, heap], [table]
 
 
-def run(settings: CompareSettings, argv: Sequence[str]) -> None:
+def run(settings: Settings, argv: Sequence[str]) -> None:
     benchmark = f"compare_{settings.against}" + ("_steady_heap" if settings.steady_heap else "")
-    outputs = Outputs.start(settings.out, benchmark, torch.device("cpu"), ["compare", *argv])
+    outputs = Outputs.start(settings.out, benchmark, torch.device("cpu"), argv)
     if settings.steady_heap and not keep_freed_heap():
         raise ValueError("--steady-heap needs glibc's malloc (Linux); this C library has no mallopt")
     torch.set_num_threads(settings.threads)
@@ -195,9 +178,8 @@ def run(settings: CompareSettings, argv: Sequence[str]) -> None:
         shape = (settings.batch, settings.heads, length, settings.head_dim)
         pairs, skips = authors_pairs(settings.authors_code, settings.cores, shape)
         skipped += [line for line in skips if line not in skipped]
-        for pair in pairs:
-            results.append(compare(pair, length, settings.rounds, settings.warmup))
-            print(" | ".join(comparison_row(results[-1])), flush=True)
+        measure = partial(compare, length=length, rounds=settings.rounds, warmup=settings.warmup)
+        results += run_all(pairs, measure, lambda result: " | ".join(comparison_row(result)))
     print(*(f"skipped {line}" for line in skipped), sep="\n")
     outputs.write_csv(CSV_COLUMNS, results)
     notes = authors_provenance(settings.authors_code) + [f"- skipped {line}" for line in skipped]

@@ -1,8 +1,7 @@
 """``python -m lra.bench efficiency``: time and peak memory of forward+backward against sequence length
 (each configuration: ``lra.bench.efficiency_measure``), a CSV per scope, a page (per scope: time, memory,
 ratios to the baselines, memory growth; then the published one-layer figures) and a plot; with
-``--paper``, a published table's own setting in its layout (``lra.bench.efficiency_paper``).
-"""
+``--paper``, a published table's own setting in its layout (``lra.bench.efficiency_paper``)."""
 
 from __future__ import annotations
 
@@ -13,23 +12,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lra.bench import efficiency_paper
-from lra.bench.efficiency_measure import (
-    NAIVE,
-    PRIME_SEQ_LEN,
-    WORKLOADS,
-    BenchConfig,
-    Measurement,
-    bench_names,
-    measure,
-    sweep,
-)
+from lra.bench import efficiency_measure, efficiency_paper
+from lra.bench.efficiency_measure import NAIVE, WORKLOADS, BenchConfig, Measurement, bench_names
 from lra.bench.efficiency_paper import PAPER_TABLES, PaperTable
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments
 from lra.bench.memory_growth import GROWTH_TITLE, growth_table
-from lra.bench.options import add_options, arguments, option, settings_of
-from lra.bench.output import Outputs, failures, log_log, out_option, panel_grid
-from lra.provenance import markdown_table
+from lra.bench.options import arguments, option, settings_of
+from lra.bench.output import Outputs, failures, log_log, name_table, out_option, panel_grid
 from lra.results.plotting import attention_color, legend_below, legend_entries
 
 if TYPE_CHECKING:
@@ -44,15 +33,11 @@ CSV_COLUMNS = {  # attribute -> format
     "attention": "", "seq_len": "", "batch": "", "time_ms": ".3f", "peak_mem_mb": ".2f", "status": ""
 }  # fmt: skip
 BASELINES = ("standard", NAIVE)
-BASELINE_POINT = (
-    "after the model and inputs were built and one step of the same workload at "
-    f"{PRIME_SEQ_LEN} tokens ran (one-time costs such as kernel code paged in on first use are not counted)"
-)
 PLOTTED = {"time_ms": "time per step (ms, median)", "peak_mem_mb": "peak memory above baseline (MB)"}
 
 
 @dataclass(frozen=True)
-class EfficiencySettings:
+class Settings:
     """A run; ``rows``: each attention with its options and label, the others unset. An option without a
     default takes ``paper``'s setting where it has one, else ``DEFAULTS``."""
 
@@ -79,10 +64,7 @@ class EfficiencySettings:
     out: Path = out_option("efficiency_<device>.* (or the --paper table's)")
 
 
-configure = partial(add_options, settings=EfficiencySettings)
-
-
-def settings_from(args: argparse.Namespace) -> EfficiencySettings:
+def settings_from(args: argparse.Namespace) -> Settings:
     paper = PAPER_TABLES[args.paper] if args.paper else None
     if paper is not None and (args.rows or args.scopes):
         raise ValueError(
@@ -97,30 +79,14 @@ def settings_from(args: argparse.Namespace) -> EfficiencySettings:
         raise ValueError(f"--dim ({chosen['dim']}) must be divisible by --heads ({chosen['heads']})")
     rows = paper.rows if paper else tuple(BenchConfig(name, 0) for name in args.rows or bench_names())
     chosen["lengths"] = sorted(chosen["lengths"])
-    return settings_of(
-        EfficiencySettings, args, **chosen, rows=rows, run=Isolation.from_args(args), paper=paper
-    )
-
-
-def configs(settings: EfficiencySettings, scope: str) -> list[BenchConfig]:
-    """Every row of ``settings`` at each of its lengths, in ``scope``, with the run's shape and timing."""
-    run = {
-        "batch": settings.batch, "scope": scope, "dim": settings.dim, "heads": settings.heads,
-        "warmup": settings.warmup, "repeats": settings.repeats, "device": str(settings.run.device),
-        "time_budget_s": settings.time_budget_s,
-    }  # fmt: skip
-    return [replace(row, seq_len=n, **run) for row in settings.rows for n in settings.lengths]
+    return settings_of(Settings, args, **chosen, rows=rows, run=Isolation.from_args(args), paper=paper)
 
 
 def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: int) -> str:
     """Markdown: time, memory, ratios to both baselines and memory growth for one scope."""
     table = {(row.attention, row.seq_len): row for row in rows}
+    ok = {key: row for key, row in table.items() if row.status == "ok"}
     attentions = list(dict.fromkeys(row.attention for row in rows))
-
-    def measured(*keys: tuple[str, int]) -> list[Measurement]:
-        """The rows of ``keys``, or none unless every one is ``ok``."""
-        found = [table.get(key) for key in keys]
-        return found if all(row is not None and row.status == "ok" for row in found) else []
 
     def figure(name: str, n: int, field: str) -> str:
         row = table.get((name, n))
@@ -131,16 +97,17 @@ def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: i
 
     def ratios(name: str, n: int, baseline: str) -> str:
         """The baseline's time and memory ÷ this row's (``×k`` = k times less), or '—'."""
-        base, row = measured((baseline, n), (name, n)) or (None, None)
+        base, row = ok.get((baseline, n)), ok.get((name, n))
         cells = [
-            f"×{getattr(base, f) / getattr(row, f):.3g}" if row and getattr(row, f) > 0 else "—"
+            f"×{getattr(base, f) / getattr(row, f):.3g}" if base and row and getattr(row, f) > 0 else "—"
             for f in PLOTTED
         ]
         return " / ".join(cells) if (name, n) in table else ""
 
-    def growth(name: str, short: int, n: int) -> str:
-        a, b = measured((name, short), (name, n)) or (None, None)
-        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if a and a.peak_mem_mb > 0 else "—"
+    def growth(name: str, n: int) -> str:
+        """The memory at ``n`` ÷ the memory at ``n / 8``."""
+        a, b = ok.get((name, n // 8)), ok.get((name, n))
+        return f"×{b.peak_mem_mb / a.peak_mem_mb:.3g}" if a and b and a.peak_mem_mb > 0 else "—"
 
     fills = {  # the ratio tables of the baselines that were measured
         "Time per forward+backward (ms, median):": partial(figure, field="time_ms"),
@@ -148,34 +115,30 @@ def scope_tables(rows: Sequence[Measurement], lengths: Sequence[int], repeats: i
         **{f"Ratio to `{baseline}` (its time ÷ this time / its memory ÷ this memory; ×k = k times less):":
            partial(ratios, baseline=baseline) for baseline in BASELINES if baseline in attentions},
     }  # fmt: skip
-    header = ["attention", *(f"n={n}" for n in lengths)]
     parts = []
     for title, fill in fills.items():
-        parts += [title, markdown_table(header, [[a, *(fill(a, n) for n in lengths)] for a in attentions])]
-    pairs = [(n // 8, n) for n in lengths if n // 8 in lengths and n % 8 == 0]
+        parts += [title, name_table("attention", attentions, {f"n={n}": n for n in lengths}, fill)]
+    pairs = {f"{n // 8}→{n}": n for n in lengths if n // 8 in lengths and n % 8 == 0}
     if pairs:
-        growth_rows = [[a, *(growth(a, s, n) for s, n in pairs)] for a in attentions]
-        parts += [
-            "Memory growth for ×8 length (linear: ×8, quadratic: ×64):",
-            markdown_table(["attention", *(f"{s}→{n}" for s, n in pairs)], growth_rows),
-        ]
+        title = "Memory growth for ×8 length (linear: ×8, quadratic: ×64):"
+        parts += [title, name_table("attention", attentions, pairs, growth)]
     parts += [GROWTH_TITLE, growth_table(rows)]
     return "\n\n".join(parts + failures(rows, lambda r: f"`{r.attention}` n={r.seq_len}"))
 
 
-def method_note(settings: EfficiencySettings) -> str:
+def method_note(settings: Settings) -> str:
     """How each configuration was timed and its memory measured, and where it ran."""
     probe = PROBES[settings.run.device.type]
     return (
         f"{settings.warmup} warm-up step(s) then the median of {settings.repeats} timed steps (fewer, at "
         f"least one, once they add up to {settings.time_budget_s:g} s). Memory: {probe.method} above "
-        f"{probe.baseline} {BASELINE_POINT}. {settings.run.note()}."
+        f"{probe.baseline} after the model and inputs were built and one step of the same workload at "
+        f"{efficiency_measure.PRIME_SEQ_LEN} tokens ran (one-time costs such as kernel code paged in on "
+        f"first use are not counted). {settings.run.note()}."
     )
 
 
-def page(
-    rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings
-) -> tuple[str, list[str], list[str]]:
+def page(rows_by_scope: dict[str, list[Measurement]], settings: Settings) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs and sections: one per scope, then the published figures (with
     ``--paper``, that paper's page)."""
     if settings.paper is not None:
@@ -242,27 +205,25 @@ def efficiency_figure(rows_by_scope: dict[str, list[Measurement]], where: str) -
     return fig
 
 
-def figure(rows_by_scope: dict[str, list[Measurement]], settings: EfficiencySettings) -> Figure:
-    """``efficiency_figure`` of the measured rows, titled with where and how they were measured."""
-    count = settings.run.threads
-    threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
-    where = f"{settings.run.device.type}, batch {settings.batch}, dim {settings.dim}, {settings.heads} heads"
-    return efficiency_figure(rows_by_scope, f"{where}, {threads}")
-
-
-def run(settings: EfficiencySettings, argv: Sequence[str]) -> None:
+def run(settings: Settings, argv: Sequence[str]) -> None:
     paper, stem = settings.paper, settings.paper.stem if settings.paper else "efficiency"
-    outputs = Outputs.start(settings.out, stem, settings.run.device, ["efficiency", *argv])
-    run_one = partial(settings.run.measure, measure, Measurement.of)
+    outputs = Outputs.start(settings.out, stem, settings.run.device, argv)
+    run_one = partial(settings.run.measure, efficiency_measure.measure, Measurement.of)
+    shape = {k: getattr(settings, k) for k in ("batch", "dim", "heads", "warmup", "repeats", "time_budget_s")}
+    shape["device"] = str(settings.run.device)
     rows_by_scope: dict[str, list[Measurement]] = {}
     for scope in settings.scopes:
-        rows = sweep(configs(settings, scope), run_one, settings.max_step_s)
-        rows_by_scope[scope] = rows
+        shape["scope"] = scope
+        configs = [replace(row, seq_len=n, **shape) for row in settings.rows for n in settings.lengths]
+        rows = rows_by_scope[scope] = efficiency_measure.sweep(configs, run_one, settings.max_step_s)
         if paper:  # a published table's one workload, its rows named by its labels
             outputs.write_csv({"label": "", **CSV_COLUMNS}, rows)
         else:  # each scope's CSV as soon as it is measured
             outputs.write_csv(CSV_COLUMNS, rows, ".csv" if scope == "layer" else f"_{scope}.csv")
     outputs.write_page(*page(rows_by_scope, settings))
     if not paper:
-        outputs.write_figure(figure(rows_by_scope, settings))
+        count = settings.run.threads
+        threads = f"{count} torch thread{'s' * (count != 1)}" if count else "torch's default threads"
+        where = f"batch {settings.batch}, dim {settings.dim}, {settings.heads} heads, {threads}"
+        outputs.write_figure(efficiency_figure(rows_by_scope, f"{settings.run.device.type}, {where}"))
     outputs.announce("csv,md" if paper else "csv,md,png")

@@ -2,8 +2,7 @@
 ``naive``, the papers' Transformer: ``standard`` may run a fused kernel that never holds the scores), the
 step of its workload (``WORKLOADS``), its ``Measurement`` row, and the sweep over lengths that skips what
 cannot finish. A step is built after one at ``PRIME_SEQ_LEN`` tokens, so that one-time costs (kernel code
-paged in, thread pools, allocator arenas) are paid before the memory probe starts.
-"""
+paged in, thread pools, allocator arenas) are paid before the memory probe starts."""
 
 from __future__ import annotations
 
@@ -105,9 +104,7 @@ class Measurement:
     timed_steps: int = 0
     label: str = ""  # the row's name where one attention is measured with several options
 
-    @property
-    def name(self) -> str:
-        return self.label or self.attention
+    name = BenchConfig.name
 
     @classmethod
     def of(cls, config: BenchConfig, timed: Outcome) -> Measurement:
@@ -203,23 +200,14 @@ def format_progress(row: Measurement) -> str:
     return f"[{row.scope:7}] {row.name:10} n={row.seq_len:6} batch={row.batch}: {figures}"
 
 
-def stop_reason(row: Measurement, max_step_s: float | None) -> str | None:
-    """Why the longer lengths of ``row``'s attention (or label) and scope are skipped, or None."""
-    if row.status in MEASUREMENT_FAILURES:
-        return f"{row.status} at seq_len {row.seq_len}"
-    if max_step_s is not None and row.time_ms is not None and row.time_ms > 1000 * max_step_s:
-        took = f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len}"
-        return f"{took} (over --max-step-s {max_step_s:g})"
-    return None
-
-
 def sweep(
     configs: Sequence[BenchConfig],
     run_one: Callable[[BenchConfig], Measurement],
     max_step_s: float | None = None,
 ) -> list[Measurement]:
-    """``run_one`` of every config in order (lengths ascending), printing each row; after a ``stop_reason``
-    the longer configurations of that attention and scope are ``skipped`` rows."""
+    """``run_one`` of every config in order (lengths ascending), printing each row; after a failure or a
+    step over ``max_step_s`` the longer configurations of that attention (or label) and scope are
+    ``skipped`` rows that say why."""
     stopped: dict[tuple[str, str], str] = {}
 
     def run_unless_stopped(config: BenchConfig) -> Measurement:
@@ -227,9 +215,11 @@ def sweep(
         if key in stopped:
             return Measurement.of(config, Failure("skipped", stopped[key]))
         row = run_one(config)
-        reason = stop_reason(row, max_step_s)
-        if reason:
-            stopped[key] = reason
+        if row.status in MEASUREMENT_FAILURES:
+            stopped[key] = f"{row.status} at seq_len {row.seq_len}"
+        elif max_step_s is not None and row.time_ms is not None and row.time_ms > 1000 * max_step_s:
+            took = f"a step took {row.time_ms / 1000:.1f} s at seq_len {row.seq_len}"
+            stopped[key] = f"{took} (over --max-step-s {max_step_s:g})"
         return row
 
     return run_all(configs, run_unless_stopped, format_progress)

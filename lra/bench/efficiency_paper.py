@@ -1,9 +1,5 @@
-"""``python -m lra.bench efficiency --paper NAME``: a published efficiency table's own setting, measured
-here and written in the paper's layout beside the paper's figures.
-
-``nystromformer-table1`` (Nyströmformer, Table 1): one self-attention layer, inference, batch 1; each
-cell is peak memory (MB) / time (ms) with ×-factors to the table's first row (×k = k times less).
-"""
+"""``python -m lra.bench efficiency --paper NAME``: a published efficiency table's own setting
+(``PAPER_TABLES``), measured here and written in the paper's layout beside the paper's figures."""
 
 from __future__ import annotations
 
@@ -11,8 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lra.bench.efficiency_measure import NAIVE, BenchConfig, Measurement
-from lra.bench.output import failures
-from lra.provenance import markdown_table
+from lra.bench.output import failures, name_table
 from lra.results.published_costs import LAYER_COST, LAYER_COST_LENGTHS, LAYER_COST_PAPER
 
 Figures = tuple[float, float] | str  # (memory MB, time ms), or the status of a row without figures
@@ -58,10 +53,6 @@ def _figure(value: float) -> str:
     return f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
-def _factor(reference: float, value: float) -> str:
-    return f"×{_figure(reference / value)}" if value > 0 else "—"
-
-
 def layout_table(
     figures: Mapping[tuple[str, int], Figures],
     labels: Sequence[str],
@@ -75,14 +66,12 @@ def layout_table(
         mine, reference = figures.get((label, n)), figures.get((labels[0], n))
         if mine is None or isinstance(mine, str):
             return mine or "—"
-        memory, time = mine
         if label == labels[0] or reference is None or isinstance(reference, str):
-            return f"{show(memory)} / {show(time)}"
-        factors = _factor(reference[0], memory), _factor(reference[1], time)
-        return f"{show(memory)} ({factors[0]}) / {show(time)} ({factors[1]})"
+            return " / ".join(map(show, mine))
+        factors = [f"×{_figure(r / m)}" if m > 0 else "—" for r, m in zip(reference, mine, strict=True)]
+        return " / ".join(f"{show(m)} ({factor})" for m, factor in zip(mine, factors, strict=True))
 
-    header = ["memory (MB) / time (ms)", *(f"n={n}" for n in lengths)]
-    return markdown_table(header, [[label, *(cell(label, n) for n in lengths)] for label in labels])
+    return name_table("memory (MB) / time (ms)", labels, {f"n={n}": n for n in lengths}, cell)
 
 
 def published_section(labels: Sequence[str] | None = None) -> str:
@@ -102,10 +91,10 @@ def page(
         (row.name, row.seq_len): (row.peak_mem_mb, row.time_ms) if row.status == "ok" else row.status
         for row in rows
     }
-    measured = layout_table(figures, labels, sorted({row.seq_len for row in rows}))
     sections = [
-        f"## Measured here ({device_type})\n\n{measured}",
+        f"## Measured here ({device_type})\n\n"
+        + layout_table(figures, labels, sorted({r.seq_len for r in rows})),
         "## Published\n\n" + published_section(labels),
+        *failures(rows, lambda r: f"{r.name} n={r.seq_len}"),
     ]
-    sections += failures(rows, lambda r: f"{r.name} n={r.seq_len}")
     return f"{table.title} on {device_type}", [table.setting, *notes], sections

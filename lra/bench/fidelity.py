@@ -1,8 +1,7 @@
 """``python -m lra.bench fidelity``: how close each approximate attention's output is to its exact
 counterpart's (Skyformer, Figure 1), against its budget and the length (``lra.bench.fidelity_measure``
 measures it and says which cores are left out). Cores keep their defaults but for ``--set``. Writes
-``fidelity_cpu.{csv,md,png}``; the page has a table per input source (random, ``--checkpoint``).
-"""
+``fidelity_cpu.{csv,md,png}``; the page has a table per input source (random, ``--checkpoint``)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ import torch
 import attention_zoo
 from lra.bench import fidelity_measure
 from lra.bench.fidelity_measure import FidelityRow
-from lra.bench.options import add_options, option, settings_of
+from lra.bench.options import option, settings_of
 from lra.bench.output import Outputs, log_log, out_option, panel_grid
 from lra.provenance import markdown_table
 from lra.results.plotting import attention_color, legend_below, legend_entries
@@ -29,8 +28,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 HELP = "relative spectral-norm error of approximate attentions against exact ones"
-DEFAULT_LENGTHS = (256, 512, 1024, 2048, 4096)
-DEFAULT_BUDGETS = (16, 32, 64, 128, 256)
 # the Nyström convolution skip is a learned term beside the approximation, not part of it
 DEFAULT_OVERRIDES = ("nystrom.conv_kernel_size=None",)
 SET_HELP = f"core option override (repeatable; replaces the default {list(DEFAULT_OVERRIDES)})"
@@ -39,11 +36,11 @@ CSV_COLUMNS = {field.name: FORMATS.get(field.name, "") for field in fields(Fidel
 
 
 @dataclass(frozen=True)
-class FidelitySettings:
+class Settings:
     """A run; the core options as given (``overrides``) and parsed (``options``: name -> option -> value)."""
 
-    lengths: tuple[int, ...] = option(nargs="+", type=int, default=list(DEFAULT_LENGTHS))
-    budgets: tuple[int, ...] = option(nargs="+", type=int, default=list(DEFAULT_BUDGETS))
+    lengths: tuple[int, ...] = option(nargs="+", type=int, default=[256, 512, 1024, 2048, 4096])
+    budgets: tuple[int, ...] = option(nargs="+", type=int, default=[16, 32, 64, 128, 256])
     seeds: tuple[int, ...] = option(nargs="+", type=int, default=[0, 1, 2])
     batch: int = option(type=int, default=1, help="random inputs per seed")
     heads: int = option(type=int, default=2)
@@ -56,15 +53,10 @@ class FidelitySettings:
     out: Path = out_option("fidelity_cpu.*")
 
 
-configure = partial(add_options, settings=FidelitySettings)
-
-
-def settings_from(args: argparse.Namespace) -> FidelitySettings:
+def settings_from(args: argparse.Namespace) -> Settings:
     overrides = args.overrides or DEFAULT_OVERRIDES
     sort = {"lengths": sorted(args.lengths), "budgets": sorted(args.budgets)}
-    return settings_of(
-        FidelitySettings, args, overrides=overrides, options=parse_overrides(overrides), **sort
-    )
+    return settings_of(Settings, args, overrides=overrides, options=parse_overrides(overrides), **sort)
 
 
 def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
@@ -86,8 +78,8 @@ def parse_overrides(assignments: Sequence[str]) -> dict[str, dict[str, object]]:
     return overrides
 
 
-def run(settings: FidelitySettings, argv: Sequence[str]) -> None:
-    outputs = Outputs.start(settings.out, "fidelity", torch.device("cpu"), ["fidelity", *argv])
+def run(settings: Settings, argv: Sequence[str]) -> None:
+    outputs = Outputs.start(settings.out, "fidelity", torch.device("cpu"), argv)
     names, left_out = fidelity_measure.measured_cores(settings.options, settings.head_dim, settings.heads)
     sweep = partial(fidelity_measure.sweep, names, settings.options, settings.lengths, settings.budgets)
     shape = (settings.batch, settings.heads, settings.head_dim)
@@ -118,7 +110,7 @@ def source_tables(rows: Sequence[FidelityRow], lengths: Sequence[int]) -> str:
 
 
 def page(
-    rows: Sequence[FidelityRow], settings: FidelitySettings, left_out: Sequence[str]
+    rows: Sequence[FidelityRow], settings: Settings, left_out: Sequence[str]
 ) -> tuple[str, list[str], list[str], list[str]]:
     """The page's title, paragraph, sections (the cores left out, one table per input source) and notes."""
     paragraph = (

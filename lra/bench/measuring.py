@@ -3,8 +3,7 @@
 (``Isolation``: ``python -m lra.bench.measuring`` takes the pickled job on stdin), where no allocator
 cache of an earlier configuration shifts the peak and an address-space limit turns a too-large
 configuration into an ``oom`` row instead of a swapping machine. A step that fails, runs past its
-timeout or is killed is a ``Failure`` with a status (``oom``, ``timeout``, ``error``), not a crash.
-"""
+timeout or is killed is a ``Failure`` with a status (``oom``, ``timeout``, ``error``), not a crash."""
 
 from __future__ import annotations
 
@@ -49,20 +48,13 @@ class Failure:
 
 @dataclass(frozen=True)
 class StepTimes:
-    """Wall times of the timed steps (ms) and the peak memory above the probe's baseline (MB); its
-    ``status`` is ``ok``, as a row of figures says."""
+    """The median wall time of the timed steps (ms), how many there were and the peak memory above the
+    probe's baseline (MB); its ``status`` is ``ok``, as a row of figures says."""
 
-    times_ms: list[float]
+    median_ms: float
+    timed_steps: int
     peak_mb: float
     status, detail = "ok", ""
-
-    @property
-    def median_ms(self) -> float:
-        return statistics.median(self.times_ms)
-
-    @property
-    def timed_steps(self) -> int:
-        return len(self.times_ms)
 
 
 Outcome = StepTimes | Failure  # what a timed configuration gives, read the same way either way
@@ -124,7 +116,7 @@ def measure_step(
         budget_ms = math.inf if budget_s is None else 1000 * budget_s
         while len(times) < repeats and (not times or sum(times) < budget_ms):
             times.append(elapsed_ms(step, probe.synchronize))
-        return StepTimes(times, probe.peak_mb())
+        return StepTimes(statistics.median(times), len(times), probe.peak_mb())
     except Exception as error:  # a failing configuration is a result, not a crash
         out_of_memory = (torch.OutOfMemoryError, MemoryError)
         oom = isinstance(error, out_of_memory) or "can't allocate memory" in str(error)  # the CPU allocator's
@@ -134,17 +126,17 @@ def measure_step(
             torch.cuda.empty_cache()
 
 
-def worker_main(result: Path) -> None:
-    """Child side of ``Isolation.measure``: unpickle ``(measure, config, threads, mem_limit_mb)`` from stdin
-    (which imports the benchmark), set the threads, limit the address space, pickle ``measure(config)`` to
-    ``result``."""
-    measure, config, threads, mem_limit_mb = pickle.loads(sys.stdin.buffer.read())
+def run_job(
+    measure: Callable[[Config], Row], config: Config, threads: int | None, mem_limit_mb: int | None
+) -> Row:
+    """``measure(config)`` with ``threads`` torch threads (None: torch's choice), in an address space
+    limited to ``mem_limit_mb`` more than now (None: no limit)."""
     if threads is not None:
         torch.set_num_threads(threads)
     if mem_limit_mb is not None:  # map at most this much more than now: allocations beyond fail
         limit = proc_status_kb("VmSize") * 1024 + mem_limit_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    result.write_bytes(pickle.dumps(measure(config)))
+    return measure(config)
 
 
 def run_all(
@@ -156,13 +148,6 @@ def run_all(
         rows.append(run_one(config))
         print(progress(rows[-1]), flush=True)
     return rows
-
-
-def available_memory_mb() -> int:
-    match = re.search(r"^MemAvailable:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.MULTILINE)
-    if match is None:
-        raise OSError("/proc/meminfo has no MemAvailable; pass --mem-limit-mb")
-    return int(match.group(1)) // 1024
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, timeout_s: float) -> None:
@@ -194,7 +179,10 @@ class Isolation:
         mode = args.isolation or ("subprocess" if device.type == "cpu" else "inprocess")
         limit = args.mem_limit_mb
         if mode == "subprocess" and device.type == "cpu" and limit is None:
-            limit = math.floor(MEM_LIMIT_SHARE * available_memory_mb())
+            free = re.search(r"^MemAvailable:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.MULTILINE)
+            if free is None:
+                raise OSError("/proc/meminfo has no MemAvailable; pass --mem-limit-mb")
+            limit = math.floor(MEM_LIMIT_SHARE * (int(free.group(1)) // 1024))
         return cls(device, args.threads, mode, args.timeout_s, limit)
 
     def measure(
@@ -203,9 +191,7 @@ class Isolation:
         """The row of ``config``: ``measure(config)`` (a module-level function) where ``mode`` says, with
         ``threads`` torch threads, or ``failed(config, failure)`` when a subprocess gives no row."""
         if self.mode == "inprocess":
-            if self.threads is not None:
-                torch.set_num_threads(self.threads)
-            return measure(config)
+            return run_job(measure, config, self.threads, None)
         with tempfile.TemporaryDirectory() as folder:
             result = Path(folder) / "row.pickle"
             command = [sys.executable, "-m", WORKER, str(result)]
@@ -230,5 +216,5 @@ class Isolation:
         return f"Isolation: {self.mode}{limit}, timeout {self.timeout_s:g} s per configuration; {threads}"
 
 
-if __name__ == "__main__":
-    worker_main(Path(sys.argv[1]))
+if __name__ == "__main__":  # the child of ``Isolation.measure``: its pickled job on stdin, its row to argv[1]
+    Path(sys.argv[1]).write_bytes(pickle.dumps(run_job(*pickle.loads(sys.stdin.buffer.read()))))

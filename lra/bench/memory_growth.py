@@ -1,8 +1,7 @@
 """How fast an attention's memory grows with the length: the exponent k of ``memory ∝ n^k`` between
 the shortest and the longest length it was measured at, beside the exponent that ``n log n`` has
 over the same span (the bound every efficient attention and mixer must keep: linear times log); per
-attention of the efficiency rows, as a table of the page.
-"""
+attention of the efficiency rows, as a table of the page."""
 
 from __future__ import annotations
 
@@ -15,6 +14,11 @@ from lra.provenance import markdown_table
 
 if TYPE_CHECKING:
     from lra.bench.efficiency_measure import Measurement
+
+GROWTH_TITLE = (
+    "Memory growth exponent k (peak memory ∝ nᵏ from the shortest to the longest length with a figure; "
+    "n log n has k a little above 1 over the same span; linear: 1, quadratic: 2):"
+)
 
 
 @dataclass(frozen=True)
@@ -34,17 +38,12 @@ class Growth:
     @property
     def n_log_n_exponent(self) -> float:
         """The exponent of n log n over the same span (above 1, by less the longer the span)."""
-        return math.log(self.long * math.log(self.long) / (self.short * math.log(self.short))) / math.log(
-            self.long / self.short
-        )
+        span = math.log(self.long / self.short)
+        return math.log(self.long * math.log(self.long) / (self.short * math.log(self.short))) / span
 
     @property
     def within_n_log_n(self) -> bool:
         return self.exponent <= self.n_log_n_exponent
-
-    def verdict(self) -> str:
-        """``≤ n log n``, or a flag saying the memory grew faster."""
-        return "≤ n log n" if self.within_n_log_n else "**faster than n log n**"
 
 
 def growth(points: Sequence[tuple[int, float]]) -> Growth | None:
@@ -57,27 +56,15 @@ def growth(points: Sequence[tuple[int, float]]) -> Growth | None:
     return Growth(short, long, first, last)
 
 
-GROWTH_TITLE = (
-    "Memory growth exponent k (peak memory ∝ nᵏ from the shortest to the longest length with a figure; "
-    "n log n has k a little above 1 over the same span; linear: 1, quadratic: 2):"
-)
-
-
-def growths(rows: Sequence[Measurement]) -> dict[str, Growth | None]:
-    """Each attention's memory growth over the lengths it was measured at (``ok`` rows)."""
-    names = dict.fromkeys(row.attention for row in rows)
-    return {
-        name: growth([(r.seq_len, r.peak_mem_mb) for r in rows if r.attention == name and r.status == "ok"])
-        for name in names
-    }
-
-
 def growth_table(rows: Sequence[Measurement]) -> str:
-    """Markdown: per attention, the span, its exponent, n log n's over that span and the verdict."""
-    body = [
-        [name, f"{g.short}→{g.long}", f"{g.exponent:.2f}", f"{g.n_log_n_exponent:.2f}", g.verdict()]
-        if g
-        else [name, "—", "—", "—", "fewer than two lengths"]
-        for name, g in growths(rows).items()
-    ]
+    """Markdown: per attention, the span of its ``ok`` rows, its exponent, n log n's over that span and
+    whether it is within (or grew faster, flagged)."""
+    body = []
+    for name in dict.fromkeys(row.attention for row in rows):
+        g = growth([(r.seq_len, r.peak_mem_mb) for r in rows if r.attention == name and r.status == "ok"])
+        if g is None:
+            body.append([name, "—", "—", "—", "fewer than two lengths"])
+        else:
+            flag = "≤ n log n" if g.within_n_log_n else "**faster than n log n**"
+            body.append([name, f"{g.short}→{g.long}", f"{g.exponent:.2f}", f"{g.n_log_n_exponent:.2f}", flag])
     return markdown_table(["attention", "lengths", "k", "n log n's k", "growth"], body)

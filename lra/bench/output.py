@@ -1,10 +1,8 @@
 """The one writer of every benchmark: ``<out>/<benchmark>_<device>.{csv,md,png}`` with their provenance
-(``lra.provenance``: the machine, the load, the command that reruns it, taken before any measurement).
-``<out>`` is the git-ignored ``outputs/bench/`` unless ``--out`` says otherwise: the project's committed
-``results/`` is written only on purpose (``--out results``).
-Every page reads: the title, the paragraphs, the provenance lines, the sections. Figures are grids of
-log–log panels (``panel_grid``, ``log_log``).
-"""
+(``lra.provenance``: the machine, the load, the command that reruns it, taken before any measurement);
+``--out`` (``DEFAULT_OUT`` unless given) as docs/benchmarks.md says. Every page reads: the title, the
+paragraphs, the provenance lines, the sections. Figures are grids of log–log panels (``panel_grid``,
+``log_log``); tables of a row per name (``name_table``)."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lra.bench.options import option
 from lra.config.paths import writable_folder
-from lra.provenance import machine_description, rerun_command
+from lra.provenance import machine_description, markdown_table, rerun_command
 from lra.results.plotting import agg_pyplot, log_axis, log_axis_at, save_figure
 
 if TYPE_CHECKING:
@@ -43,6 +41,14 @@ def failures(rows: Iterable[Any], name: Callable[[Any], str]) -> list[str]:
     """A page section: a line per row that is not ``ok`` (its ``name(row)``, status and detail)."""
     lines = [f"- {name(r)}: {r.status} ({' '.join(r.detail.split())})" for r in rows if r.status != "ok"]
     return ["Configurations without a figure:\n\n" + "\n".join(lines)] if lines else []
+
+
+def name_table(
+    corner: str, names: Iterable[str], columns: Mapping[str, Any], cell: Callable[..., str]
+) -> str:
+    """Markdown: a row per name and a column per ``columns`` header, each cell ``cell(name, its key)``."""
+    body = [[name, *(cell(name, key) for key in columns.values())] for name in names]
+    return markdown_table([corner, *columns], body)
 
 
 def panel_grid(rows: int, title: str) -> tuple[Figure, np.ndarray]:

@@ -1,7 +1,6 @@
 """``python -m lra.bench train-speed``: how long a full harness training step takes per task × attention
 (``lra.bench.train_speed_measure``), projected to the config's ``trainer.max_steps`` beside the Skyformer
-paper's Table 2. Writes ``train_speed_<device>.csv`` and the page ``train_speed_<device>.md``.
-"""
+paper's Table 2. Writes ``train_speed_<device>.csv`` and the page ``train_speed_<device>.md``."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from pathlib import Path
 import attention_zoo
 from lra.bench import train_speed_measure
 from lra.bench.measuring import PROBES, Isolation, add_run_arguments, run_all
-from lra.bench.options import add_options, arguments, option, settings_of
+from lra.bench.options import arguments, option, settings_of
 from lra.bench.output import Outputs, failures, number, out_option
 from lra.bench.train_speed_measure import TrainSpeedRow, paper_hours
 from lra.provenance import markdown_table
@@ -30,10 +29,6 @@ CSV_COLUMNS = {
     "peak_mem_mb": ".1f", "status": "", "load_1min": ".2f",
 }  # fmt: skip
 REFERENCE = "standard"  # the attention whose step time the others are compared with
-PRECISION_NOTE = (
-    "precision: the composed config's `trainer.precision` ({}), as Lightning applies it: `bf16-mixed` "
-    "(`16-mixed`) = bf16 (fp16) autocast around `training_step`, `32-true` = 32-bit"
-)
 OVERRIDES_HELP = (
     "Hydra overrides of every configuration (e.g. experiment=skyformer features=128 task.seq_len=256)"
 )
@@ -45,7 +40,7 @@ CPU_NOTE = (
 
 
 @dataclass(frozen=True)
-class TrainSpeedSettings:
+class Settings:
     """A run: every task × attention with the ``overrides``, ``steps`` timed after ``warmup`` untimed."""
 
     tasks: tuple[str, ...] = option(nargs="+", default=list(TASKS))
@@ -57,10 +52,7 @@ class TrainSpeedSettings:
     out: Path = out_option("train_speed_<device>.*")
 
 
-configure = partial(add_options, settings=TrainSpeedSettings)
-
-
-def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
+def settings_from(args: argparse.Namespace) -> Settings:
     run = Isolation.from_args(args)
     default_steps, default_warmup = DEFAULT_STEPS[run.device.type]
     steps = default_steps if args.steps is None else args.steps
@@ -68,7 +60,7 @@ def settings_from(args: argparse.Namespace) -> TrainSpeedSettings:
     if steps < 1 or warmup < 0:
         raise ValueError(f"--steps must be >= 1 and --warmup >= 0, got {steps} and {warmup}")
     attentions = args.attentions or attention_zoo.available()
-    return settings_of(TrainSpeedSettings, args, attentions=attentions, steps=steps, warmup=warmup, run=run)
+    return settings_of(Settings, args, attentions=attentions, steps=steps, warmup=warmup, run=run)
 
 
 def ratio_to_reference(row: TrainSpeedRow, rows: Sequence[TrainSpeedRow]) -> str:
@@ -104,20 +96,21 @@ def speed_table(rows: Sequence[TrainSpeedRow]) -> str:
     return markdown_table(header, body)
 
 
-def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[str, list[str], list[str]]:
+def page(rows: Sequence[TrainSpeedRow], settings: Settings) -> tuple[str, list[str], list[str]]:
     """The page's title, paragraphs and sections (the table, the configurations without a figure)."""
     overrides = " ".join(f"`{o}`" for o in settings.overrides) or "none"
+    precisions = ", ".join(sorted({f"`{r.precision}`" for r in rows}))
     device = settings.run.device.type
     paragraphs = [
         "Per task at its real shape (batch × sequence length, × 2 documents for retrieval) and attention: "
         "the median time of a full harness training step (`LRALitModule.training_step`, backward, gradient "
         "clipping as configured, optimizer and scheduler step; the module built from the composed Hydra "
         f"config by `lra.job.train.build_module`) over {settings.steps} timed step(s) after {settings.warmup}"
-        " warm-up step(s), on a random batch with every position a real token; "
-        + PRECISION_NOTE.format(", ".join(sorted({f"`{r.precision}`" for r in rows})))
-        + ". "
-        "Projected hours = median step × the config's `trainer.max_steps` / 3600: training steps only "
-        f"(no evaluation, no data loading). Beside them, {RUN_COST_PAPER}, evaluation included.",
+        " warm-up step(s), on a random batch with every position a real token; precision: the composed "
+        f"config's `trainer.precision` ({precisions}), as Lightning applies it: `bf16-mixed` (`16-mixed`) = "
+        "bf16 (fp16) autocast around `training_step`, `32-true` = 32-bit. Projected hours = median step × "
+        "the config's `trainer.max_steps` / 3600: training steps only (no evaluation, no data loading). "
+        f"Beside them, {RUN_COST_PAPER}, evaluation included.",
         *([CPU_NOTE] if device == "cpu" else []),
         f"Memory: {PROBES[device].method} above the memory after the module and the batch were built "
         "(optimizer state, activations, gradients and the one-time costs of the first step count). "
@@ -130,9 +123,8 @@ def page(rows: Sequence[TrainSpeedRow], settings: TrainSpeedSettings) -> tuple[s
     return f"Training speed on {device}", paragraphs, sections
 
 
-def run(settings: TrainSpeedSettings, argv: Sequence[str]) -> None:
-    device = settings.run.device
-    timing = (str(device), settings.warmup, settings.steps)
+def run(settings: Settings, argv: Sequence[str]) -> None:
+    timing = (str(settings.run.device), settings.warmup, settings.steps)
     configs = [
         train_speed_measure.TrainSpeedConfig(task, attention, settings.overrides, *timing)
         for task in settings.tasks
@@ -140,7 +132,7 @@ def run(settings: TrainSpeedSettings, argv: Sequence[str]) -> None:
     ]
     for config in configs:  # a bad task, attention or override is a usage error before anything runs
         config.compose_checked()
-    outputs = Outputs.start(settings.out, "train_speed", device, ["train-speed", *argv])
+    outputs = Outputs.start(settings.out, "train_speed", settings.run.device, argv)
     run_one = partial(settings.run.measure, train_speed_measure.measure, train_speed_measure.failed)
     rows = run_all(configs, run_one, train_speed_measure.format_progress)
     outputs.write_csv(CSV_COLUMNS, rows)

@@ -6,8 +6,7 @@ A step runs as Lightning's automatic optimisation does: zero_grad, ``training_st
 of ``trainer.precision``, backward, the module's ``configure_gradient_clipping`` (settings from
 ``cfg.protocol``), ``optimizer.step()``, the step-interval schedulers. The optimizers come from
 ``configure_optimizers()`` parsed by the Trainer's own (private) parser; the module's trainer is a
-never-fitted ``Trainer(barebones=True)``, under which ``self.log`` returns at once. Nothing is patched.
-"""
+never-fitted ``Trainer(barebones=True)``, under which ``self.log`` returns at once. Nothing is patched."""
 
 from __future__ import annotations
 
@@ -106,13 +105,11 @@ class HarnessStep:
 
     @classmethod
     def build(cls, cfg: DictConfig, device: torch.device) -> HarnessStep:
-        """The harness's module of ``cfg`` on ``device`` (seeded by ``cfg.seed``), its optimizer, a
-        random batch."""
+        """The module of ``cfg`` on ``device`` (seeded by ``cfg.seed``), its optimizer, a random batch."""
         torch.manual_seed(cfg.seed)
         records = job_records(cfg)
         module = build_module(records.optim, build_model(records.model)).to(device).train()
-        trainer = barebones_trainer(cfg, device)
-        module.trainer = trainer
+        module.trainer = trainer = barebones_trainer(cfg, device)
         [optimizer], schedulers = _init_optimizers_and_lr_schedulers(module)
         batch = random_batch(cfg.task, device)
         return cls(module, trainer, optimizer, schedulers, batch, partial(precision, cfg, device))
@@ -225,8 +222,7 @@ def measure(config: TrainSpeedConfig) -> TrainSpeedRow:
     cfg = config.compose()
     if cfg.steady_heap:  # as the training job sets its process up
         keep_freed_heap()
-    build = partial(HarnessStep.build, cfg, device)
-    result = measure_step(build, device, config.warmup, config.steps)
+    result = measure_step(partial(HarnessStep.build, cfg, device), device, config.warmup, config.steps)
     return row_for(config, cfg, result, load_1min)
 
 
