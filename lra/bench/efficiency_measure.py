@@ -104,7 +104,7 @@ class Measurement:
     timed_steps: int = 0
     label: str = ""  # the row's name where one attention is measured with several options
 
-    name = BenchConfig.name
+    name = BenchConfig.name  # the label, else the attention
 
     @classmethod
     def of(cls, config: BenchConfig, timed: Outcome) -> Measurement:
@@ -161,12 +161,7 @@ def inference_step(config: BenchConfig, device: torch.device) -> Step:
     """x (batch, n, dim) -> the layer in eval mode -> (batch, n, dim), no autograd."""
     layer = build_layer(config, device).eval()
     x = torch.randn(config.batch, config.seq_len, config.dim, device=device)
-
-    def step() -> None:
-        with torch.inference_mode():
-            layer(x)
-
-    return step
+    return torch.inference_mode()(partial(layer, x))
 
 
 WORKLOADS = {"layer": layer_step, "encoder": encoder_step, "inference": inference_step}  # scope -> step

@@ -136,7 +136,6 @@ def fidelity_figure(
     error against length at the middle budget (a core without a budget: dashed, its defaults)."""
     rows = [r for r in rows if math.isfinite(r.error_mean) and r.error_mean > 0]  # log axes
     sources = list(dict.fromkeys(row.source for row in rows))
-    names = list(dict.fromkeys(row.attention for row in rows))
     labels = {
         name: f"{name} vs {exact}" + (" (no budget: defaults)" if budget is None else "")
         for name, exact, budget in ((r.attention, r.exact, r.budget) for r in rows)
@@ -147,25 +146,21 @@ def fidelity_figure(
     for source, (ax_budget, ax_length) in zip(sources, axes, strict=False):
         mine = [r for r in rows if r.source == source]
         longest = max(r.seq_len for r in mine)
-        for name in names:
+        for name, label in labels.items():
             color = attention_color(name)
-            at_longest = sorted(
-                (r for r in mine if r.attention == name and r.seq_len == longest), key=lambda r: r.budget or 0
-            )
+            own = [r for r in mine if r.attention == name]
+            at_longest = sorted((r for r in own if r.seq_len == longest), key=lambda r: r.budget or 0)
             if at_longest and at_longest[0].budget is None:  # no budget option: a level line
-                ax_budget.axhline(at_longest[0].error_mean, color=color, linestyle="--", label=labels[name])
+                ax_budget.axhline(at_longest[0].error_mean, color=color, linestyle="--", label=label)
             elif at_longest:
                 ax_budget.errorbar(
                     [r.budget for r in at_longest], [r.error_mean for r in at_longest],
-                    yerr=[r.error_std for r in at_longest], capsize=3, label=labels[name], color=color,
-                    marker="o", markersize=4,
+                    yerr=[r.error_std for r in at_longest], capsize=3, label=label, color=color, marker="o",
+                    markersize=4,
                 )  # fmt: skip
-            along = sorted(
-                (r for r in mine if r.attention == name and r.budget in (middle, None)),
-                key=lambda r: r.seq_len,
-            )
+            along = sorted((r for r in own if r.budget in (middle, None)), key=lambda r: r.seq_len)
             ax_length.plot(
-                [r.seq_len for r in along], [r.error_mean for r in along], label=labels[name], color=color,
+                [r.seq_len for r in along], [r.error_mean for r in along], label=label, color=color,
                 marker="o", markersize=4, linestyle="--" if along and along[0].budget is None else "-",
             )  # fmt: skip
         ax_budget.set(xlabel="budget (landmarks / random features)", title=f"{source} inputs, n = {longest}")
