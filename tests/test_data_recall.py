@@ -191,20 +191,22 @@ def test_fuzzy_answers_follow_an_earlier_showing_of_the_key(mask_answers, split)
     ],
 )
 def test_fuzzy_segments_past_the_length_change_nothing(split, options):
-    """The draw stops adding segments once every row's last one starts at or past the length:
-    the batch equals the one from the source's bound (S // 2 + 1 segments, each >= 2 tokens)."""
+    """The draw stops adding segments once every row's last one starts at or past both the source
+    loop's end and the probe's index: the batch equals the one from the source's bound (S // 2 + 1
+    segments, each of 2 tokens at least)."""
     task = build("fuzzy_in_context_recall", **options)
     rng, n, seq = np.random.default_rng(3), 200, task.options.seq_len
     probe = task.draw_probe(rng, n, split)
     whole = task.natural(task.draw_segments(rng, n, seq // 2 + 1, split), probe)
-    need = int((whole.starts < seq).sum(axis=1).max()) + 1  # the fewest that pass every row
+    reach = np.maximum(task.loop_end(probe), probe.index)[:, None]  # (n, 1)
+    need = int((whole.starts < reach).sum(axis=1).max()) + 1  # the fewest that pass every row
     assert need < seq // 2 + 1
 
     def first(count: int):
         return task.natural(Segments(**{k: v[:, :count] for k, v in vars(whole.segments).items()}), probe)
 
     short = first(need)
-    assert (short.starts[:, -1] >= seq).all() and (short.starts[:, -2] < seq).any()
+    assert (short.starts[:, -1] >= reach[:, 0]).all() and (short.starts[:, -2] < reach[:, 0]).any()
     expected, got, halved = task.assemble(whole), task.assemble(short), task.assemble(first(need // 2))
     assert np.array_equal(got.inputs, expected.inputs) and np.array_equal(got.targets, expected.targets)
     assert not np.array_equal(halved.inputs, expected.inputs)  # the comparison sees a missing segment

@@ -155,11 +155,13 @@ class FuzzyInContextRecall(MaskedAnswerTask):
     def _draw(self, rng: np.random.Generator, n: int, split: str) -> Batch:
         o = self.options
         probe = self.draw_probe(rng, n, split)
-        # Segments are i.i.d., so drawing more once every row's last one starts past the length
-        # changes nothing (tests/test_data_recall.py checks it); a typical row needs seq / mean.
+        # Segments are i.i.d., so drawing more once every row's last one starts where neither the
+        # loop's end nor the probe's index reaches changes nothing (tests/test_data_recall.py checks
+        # it); a typical row needs about seq / mean.
+        reach = np.maximum(self.loop_end(probe), probe.index)  # (n,)
         mean = (o.k_motif_size + 1) / 2 + (o.v_motif_size + 1) / 2
-        natural = self.natural(self.draw_segments(rng, n, int(o.seq_len / mean) + 6, split), probe)
-        while (natural.starts[:, -1] < o.seq_len).any():
+        natural = self.natural(self.draw_segments(rng, n, int(o.seq_len / mean) + 4, split), probe)
+        while (natural.starts[:, -1] < reach).any():
             more = self.draw_segments(rng, n, int(o.seq_len / mean / 4) + 1, split)
             natural = self.natural(natural.segments.extended(more), probe)
         return self.assemble(natural)
@@ -194,6 +196,11 @@ class FuzzyInContextRecall(MaskedAnswerTask):
             noise_tokens=rng.integers(data, data + max(o.noise_vocab_size, 1), size=(n, count, km + vm)),
         )
 
+    def loop_end(self, probe: Probe) -> np.ndarray:
+        """(n,) the source's loop adds segments while the length is below this."""
+        o = self.options
+        return o.seq_len - (probe.k_size + probe.v_size) - (o.k_motif_size + o.v_motif_size)
+
     def natural(self, segments: Segments, probe: Probe) -> NaturalOrder:
         """The segments in the source's order, before the probe pair goes in."""
         num_keys, (n, segs) = self.options.data_tokens // 2, segments.k_size.shape
@@ -209,13 +216,13 @@ class FuzzyInContextRecall(MaskedAnswerTask):
         return NaturalOrder(segments, probe, first, is_probe, values, v_size, starts)
 
     def assemble(self, natural: NaturalOrder) -> Batch:
-        """The batch of these segments and probes; segments starting past the length are unused."""
+        """The batch of these segments and probes; a segment that starts past ``loop_end`` is unused."""
         o, probe, seg = self.options, natural.probe, natural.segments
-        seq, width = o.seq_len, o.k_motif_size + o.v_motif_size
+        seq = o.seq_len
         n, segs = seg.k_size.shape
         rows, cols = np.arange(n)[:, None], np.arange(segs)
         first, is_probe, starts = natural.first, natural.is_probe, natural.starts
-        end = seq - (probe.k_size + probe.v_size) - width  # (n,) the loop adds while length < end
+        end = self.loop_end(probe)  # (n,)
         at = np.minimum(np.argmax(starts >= probe.index[:, None], axis=1), (starts < end[:, None]).sum(1) - 1)
         inserted = ~np.any(is_probe & (cols < at[:, None]), axis=1)  # (n,) probe key not yet shown
         at = np.where(inserted, at, segs)
@@ -249,8 +256,7 @@ class FuzzyInContextRecall(MaskedAnswerTask):
         flat_keep = np.concatenate([keep.reshape(n, -1), *final_keep], axis=1)
         flat_labels = np.concatenate([labels.reshape(n, -1), *final_labels], axis=1)
         pad = o.vocab_size - 1 if o.multi_query else o.vocab_size - 2
-        full = right_align(flat, flat_keep, seq + 1, pad)  # (n, S+1)
-        full_labels = right_align(flat_labels, flat_keep, seq + 1, IGNORE)
+        full, full_labels = right_align(flat_keep, seq + 1, (flat, pad), (flat_labels, IGNORE))  # (n, S+1)
 
         inputs, targets = full[:, :-1], full_labels[:, 1:]
         if o.mask_answers:

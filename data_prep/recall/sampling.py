@@ -24,9 +24,8 @@ def draw_distinct(rng: np.random.Generator, n: int, low: int, high: int, k: int)
     out = np.empty((n, k), np.int64)
     for start in range(0, n, rows):  # one pass per chunk of rows bounds the memory
         u = rng.random((min(rows, n - start), population))  # (rows, population)
-        pick = np.argpartition(u, k - 1, axis=1)[:, :k]  # (rows, k) the k smallest, any order
-        order = np.argsort(np.take_along_axis(u, pick, axis=1), axis=1)  # random order
-        out[start : start + len(u)] = low + np.take_along_axis(pick, order, axis=1)
+        # the k smallest in order of size: a random order (population < 4k², so a full sort is cheap)
+        out[start : start + len(u)] = low + np.argsort(u, axis=1)[:, :k]
     return out
 
 
@@ -42,17 +41,15 @@ def draw_weighted_distinct(rng: np.random.Generator, n: int, weights: np.ndarray
 
 def first_index(codes: np.ndarray) -> np.ndarray:
     """(n, m) codes -> (n, m): per row, the column where each entry's code first occurs."""
-    n, m = codes.shape
-    rows = np.repeat(np.arange(n), m)  # (n*m,)
-    cols = np.tile(np.arange(m), n)  # (n*m,)
-    order = np.lexsort((cols, codes.ravel(), rows))  # by row, code, column
-    sorted_codes, sorted_rows = codes.ravel()[order], rows[order]
-    starts = np.ones(n * m, bool)
-    starts[1:] = (sorted_codes[1:] != sorted_codes[:-1]) | (sorted_rows[1:] != sorted_rows[:-1])
-    head = np.maximum.accumulate(np.where(starts, np.arange(n * m), 0))  # group start per entry
-    first = np.empty(n * m, np.int64)
-    first[order] = cols[order][head]
-    return first.reshape(n, m)
+    m = codes.shape[1]
+    order = np.argsort(codes, axis=1, kind="stable")  # (n, m) by code, then by column
+    ranked = np.take_along_axis(codes, order, axis=1)
+    new = np.ones(codes.shape, bool)
+    new[:, 1:] = ranked[:, 1:] != ranked[:, :-1]  # the first of its code in sorted order
+    head = np.maximum.accumulate(np.where(new, np.arange(m), 0), axis=1)  # (n, m) its group's start
+    first = np.empty_like(order)
+    np.put_along_axis(first, order, np.take_along_axis(order, head, axis=1), axis=1)
+    return first
 
 
 def hide_answers(inputs: np.ndarray, targets: np.ndarray, token: int) -> np.ndarray:
@@ -63,12 +60,17 @@ def hide_answers(inputs: np.ndarray, targets: np.ndarray, token: int) -> np.ndar
     return hidden
 
 
-def right_align(values: np.ndarray, keep: np.ndarray, length: int, fill: int) -> np.ndarray:
-    """(n, F) values and keep mask -> (n, length): each row's kept values in order, at the end."""
-    count = keep.sum(axis=1)  # (n,)
+def right_align(keep: np.ndarray, length: int, *filled: tuple[np.ndarray, int]) -> list[np.ndarray]:
+    """(n, F) keep mask and (values (n, F), fill) pairs -> per pair (n, length): each row's kept
+    values in order, at the end, ``fill`` before them."""
+    n, count = len(keep), keep.sum(axis=1)  # (n,)
     if count.max(initial=0) > length:
         raise AssertionError(f"{count.max()} kept values exceed length {length}")
     dest = (length - count)[:, None] + np.cumsum(keep, axis=1) - 1  # (n, F)
-    out = np.full((len(values), length), fill, np.int64)
-    out[np.nonzero(keep)[0], dest[keep]] = values[keep]
+    at = (np.arange(n)[:, None] * length + dest)[keep]  # flat places of the kept values
+    out = []
+    for values, fill in filled:
+        aligned = np.full(n * length, fill, np.int64)
+        aligned[at] = values[keep]
+        out.append(aligned.reshape(n, length))
     return out
