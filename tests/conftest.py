@@ -50,6 +50,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def task_attention_product(tasks: tuple[str, ...] | list[str], attentions: list[str]) -> list:
+    """Every (task, attention) pair as pytest params. The quick suite keeps one pair per attention,
+    its task taken in turn, so every row and column of the product runs there; the other pairs are
+    marked ``slow`` and run in the whole suite."""
+    return [
+        pytest.param(task, attention, marks=() if tasks[i % len(tasks)] == task else pytest.mark.slow)
+        for task in tasks
+        for i, attention in enumerate(attentions)
+    ]
+
+
 # The tests run tiny tensors on a small shared machine, where one intra-op thread does better than
 # threads contending for every core; no test asserts a speed.
 torch.set_num_threads(1)

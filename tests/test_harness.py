@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import EASY_SEQ_LEN, EASY_VOCAB, TASKS, compose_config, smoke_overrides
+from conftest import EASY_SEQ_LEN, EASY_VOCAB, TASKS, compose_config, smoke_overrides, task_attention_product
 from torch import nn
 
 import attention_zoo
@@ -39,8 +39,7 @@ def read_csv_metrics(out: Path) -> dict[str, list[str]]:
     return {key: [row[key] for row in rows if row[key]] for key in rows[0]}
 
 
-@pytest.mark.parametrize("attention", attention_zoo.available())
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize(("task", "attention"), task_attention_product(TASKS, attention_zoo.available()))
 def test_every_task_and_attention_runs(data_root, tmp_path, task, attention):
     summary = run_job(data_root, tmp_path, task, attention)
     assert summary["status"] == "completed", summary["error"]

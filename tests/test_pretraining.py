@@ -15,7 +15,7 @@ import lightning as L
 import numpy as np
 import pytest
 import torch
-from conftest import compose_config, smoke_overrides
+from conftest import compose_config, smoke_overrides, task_attention_product
 from helpers.records import model_of
 from test_harness import NO_OPTIONS, NaNAttention
 from test_harness_cli import lra_command
@@ -123,8 +123,9 @@ def test_the_validation_masks_are_the_same_at_every_evaluation():
     assert torch.equal(first, second) and (first == module.mask_id).any()
 
 
-@pytest.mark.parametrize("attention", attention_zoo.available())
-@pytest.mark.parametrize("task", ["retrieval", "pathfinder"])  # two documents per example; pixels
+@pytest.mark.parametrize(  # two documents per example; pixels
+    ("task", "attention"), task_attention_product(("retrieval", "pathfinder"), attention_zoo.available())
+)
 def test_every_attention_pretrains_then_fine_tunes(data_root, tmp_path, task, attention):
     cfg = spt_config(data_root, task=task, attention=attention, steps=1)
     summary = run(cfg, tmp_path)
