@@ -269,7 +269,18 @@ def test_every_benchmark_writes_to_the_git_ignored_outputs_bench_unless_told(tmp
     ignored = subprocess.run(["git", "check-ignore", "-q", "outputs/bench/efficiency_cpu.md"], cwd=REPO)
     assert ignored.returncode == 0, "outputs/ is not in .gitignore"
     monkeypatch.chdir(tmp_path)  # a checkout: the run must leave results/ alone
-    argv = ["efficiency", "--attentions", "standard", "--lengths", "32", "--scopes", "layer"]
+    # --device cpu: the default is cuda where a GPU is present, which names the files efficiency_cuda.*
+    argv = [
+        "efficiency",
+        "--attentions",
+        "standard",
+        "--lengths",
+        "32",
+        "--scopes",
+        "layer",
+        "--device",
+        "cpu",
+    ]
     assert main([*argv, "--repeats", "1", "--warmup", "0", "--isolation", "inprocess"]) == 0
     assert (tmp_path / "outputs" / "bench" / "efficiency_cpu.md").is_file()
     assert not (tmp_path / "results").exists()

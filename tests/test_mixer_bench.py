@@ -31,6 +31,7 @@ def test_efficiency_measures_the_mixers_in_every_scope(tmp_path):
         "0",
     ]
     argv += ["--scopes", "layer", "encoder", "inference", "--isolation", "inprocess", "--out", str(tmp_path)]
+    argv += ["--device", "cpu"]  # where a GPU is present the default is cuda
     assert main(argv) == 0
     for scope in ("", "_encoder", "_inference"):
         with (tmp_path / f"efficiency_cpu{scope}.csv").open() as handle:
