@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 import pickle
-import re
 import resource
 import signal
 import statistics
@@ -27,6 +26,7 @@ import torch
 
 from lra.config.paths import REPO_ROOT
 from lra.job.memory import proc_status_kb, reset_peak_rss
+from lra.job.score_memory import cpu_free
 from lra.one_line import one_line
 
 Step = Callable[[], None]
@@ -179,10 +179,10 @@ class Isolation:
         mode = args.isolation or ("subprocess" if device.type == "cpu" else "inprocess")
         limit = args.mem_limit_mb
         if mode == "subprocess" and device.type == "cpu" and limit is None:
-            free = re.search(r"^MemAvailable:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.MULTILINE)
+            free = cpu_free()  # MemAvailable, or less where the cgroup's memory.max leaves less
             if free is None:
                 raise OSError("/proc/meminfo has no MemAvailable; pass --mem-limit-mb")
-            limit = math.floor(MEM_LIMIT_SHARE * (int(free.group(1)) // 1024))
+            limit = math.floor(MEM_LIMIT_SHARE * (free[0] // 2**20))
         return cls(device, args.threads, mode, args.timeout_s, limit)
 
     def measure(

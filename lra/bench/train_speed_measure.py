@@ -32,6 +32,7 @@ from lra.config.paths import CONFIG_DIR
 from lra.job.checks import check_config
 from lra.job.memory import keep_freed_heap
 from lra.job.resolve import job_records, trainer_record
+from lra.job.score_memory import AUTOCAST_DTYPES
 from lra.job.train import build_model, build_module
 from lra.job.trainers import clipping
 from lra.results.published_costs import RUN_COST
@@ -74,13 +75,9 @@ def barebones_trainer(cfg: DictConfig, device: torch.device) -> L.Trainer:
         lightning_logger.setLevel(level)
 
 
-# the Trainer's precision -> the autocast dtype of the training step (None: 32-bit, no autocast)
-# (16-mixed: Lightning also scales the loss; its scaler's cost is not in the step here)
-AUTOCAST_DTYPES = {"32-true": None, "32": None, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
-
-
 def precision(cfg: DictConfig, device: torch.device) -> contextlib.AbstractContextManager:
-    """The autocast of ``cfg.trainer.precision`` on ``device``, as Lightning's mixed precision applies it."""
+    """The autocast of ``cfg.trainer.precision`` on ``device``, as Lightning's mixed precision applies it
+    (with 16-mixed Lightning also scales the loss; its scaler's cost is not in the step here)."""
     setting = str(cfg.trainer.precision)
     if setting not in AUTOCAST_DTYPES:
         raise ValueError(

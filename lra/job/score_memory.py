@@ -39,7 +39,8 @@ def holds_scores(attention: str) -> bool:
 
 PROBE = (2, 2, 64, 8)  # batch, heads, n, head dim of the probe run
 PROBE_PADDING = 5  # padded keys at the end of each probe sequence (the padding bias of real batches)
-AUTOCAST = {"16-mixed": torch.float16, "bf16-mixed": torch.bfloat16}
+# the Trainer's precision -> the autocast dtype its training step runs under (None: 32-bit, no autocast)
+AUTOCAST_DTYPES = {"32-true": None, "32": None, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
 def kept_per_score(attention: dict[str, Any], device: torch.device, precision: str) -> float:
@@ -59,7 +60,7 @@ def kept_per_score(attention: dict[str, Any], device: torch.device, precision: s
             kept[tensor.data_ptr(), tensor.dtype] = tensor.numel() * tensor.element_size()
         return tensor
 
-    half = AUTOCAST.get(str(precision))
+    half = AUTOCAST_DTYPES.get(str(precision))
     with (
         torch.autocast(device.type, dtype=half or torch.float32, enabled=half is not None),
         torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor),
