@@ -10,7 +10,7 @@ import torch
 from conftest import compose_config, smoke_overrides
 
 from lra.config.records import ModelRecord
-from lra.job import score_memory
+from lra.job import memory, score_memory
 from lra.job.resolve import job_records
 from lra.job.score_memory import holds_scores, kept_per_score, score_bytes, score_memory_line
 
@@ -82,12 +82,12 @@ def test_the_run_warns_before_it_trains(data_root, tmp_path, monkeypatch, caplog
 
 def test_free_memory_on_the_cpu_is_the_least_of_meminfo_and_the_cgroup(tmp_path, monkeypatch):
     (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable:   2048 kB\n")
-    monkeypatch.setattr(score_memory, "MEMINFO", tmp_path / "meminfo")
-    monkeypatch.setattr(score_memory, "CGROUP_MEMORY", tmp_path / "cgroup")
-    assert score_memory.cpu_free() == (2048 * 1024, f"MemAvailable, {tmp_path / 'meminfo'}")
+    monkeypatch.setattr(memory, "MEMINFO", tmp_path / "meminfo")
+    monkeypatch.setattr(memory, "CGROUP_MEMORY", tmp_path / "cgroup")
+    assert memory.cpu_free() == (2048 * 1024, f"MemAvailable, {tmp_path / 'meminfo'}")
     (tmp_path / "cgroup").mkdir()
     (tmp_path / "cgroup" / "memory.max").write_text("max\n")
     (tmp_path / "cgroup" / "memory.current").write_text("5\n")
-    assert score_memory.cpu_free()[0] == 2048 * 1024
+    assert memory.cpu_free()[0] == 2048 * 1024
     (tmp_path / "cgroup" / "memory.max").write_text("1005\n")
-    assert score_memory.cpu_free()[0] == 1000
+    assert memory.cpu_free()[0] == 1000

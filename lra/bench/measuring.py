@@ -25,8 +25,7 @@ from typing import TypeVar
 import torch
 
 from lra.config.paths import REPO_ROOT
-from lra.job.memory import proc_status_kb, reset_peak_rss
-from lra.job.score_memory import cpu_free
+from lra.job.memory import cpu_free, proc_status_kb, reset_peak_rss
 from lra.one_line import one_line
 
 Step = Callable[[], None]
@@ -181,7 +180,7 @@ class Isolation:
         if mode == "subprocess" and device.type == "cpu" and limit is None:
             free = cpu_free()  # MemAvailable, or less where the cgroup's memory.max leaves less
             if free is None:
-                raise OSError("/proc/meminfo has no MemAvailable; pass --mem-limit-mb")
+                raise OSError("cannot read MemAvailable from /proc/meminfo; pass --mem-limit-mb")
             limit = math.floor(MEM_LIMIT_SHARE * (free[0] // 2**20))
         return cls(device, args.threads, mode, args.timeout_s, limit)
 

@@ -1,7 +1,9 @@
-"""Resident memory of this process (Linux ``/proc/self/status``), without torch or Lightning.
+"""Resident memory of this process (Linux ``/proc/self/status``) and the memory free on the machine
+(``cpu_free``), without torch or Lightning.
 
-Used by the training callbacks (``perf/peak_rss_mb``) and by the benchmarks' subprocesses, which must
-stay light to import; the benchmarks also count page faults and can keep the C heap from shrinking.
+Used by the training callbacks (``perf/peak_rss_mb``), the check before a run (``lra.job.score_memory``)
+and the benchmarks' subprocesses, which must stay light to import; the benchmarks also count page
+faults and can keep the C heap from shrinking.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 
 PROC_STATUS = Path("/proc/self/status")
 PROC_CLEAR_REFS = Path("/proc/self/clear_refs")
+MEMINFO = Path("/proc/meminfo")
+CGROUP_MEMORY = Path("/sys/fs/cgroup")  # cgroup v2: memory.max and memory.current
 
 
 def proc_status_kb(field: str) -> int:
@@ -47,6 +51,23 @@ def peak_rss_mb() -> float:
     except OSError:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
         return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def cpu_free() -> tuple[int, str] | None:
+    """(bytes free, where read) on the CPU, None where /proc/meminfo is unreadable."""
+    try:
+        fields = dict(line.split(":", 1) for line in MEMINFO.read_text().splitlines() if ":" in line)
+        free, where = int(fields["MemAvailable"].split()[0]) * 1024, f"MemAvailable, {MEMINFO}"
+    except (OSError, KeyError, ValueError):
+        return None
+    try:
+        limit = (CGROUP_MEMORY / "memory.max").read_text().strip()
+        used = int((CGROUP_MEMORY / "memory.current").read_text())
+    except (OSError, ValueError):
+        return free, where
+    if limit != "max" and int(limit) - used < free:
+        return int(limit) - used, f"the cgroup's memory.max less memory.current, {CGROUP_MEMORY}"
+    return free, where
 
 
 def minor_page_faults() -> int:

@@ -18,16 +18,14 @@ the cgroup's ``memory.max`` leaves less.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
 import attention_zoo
 from lra.config.records import DataRecord, ModelRecord, TrainerRecord
+from lra.job.memory import cpu_free
 
-MEMINFO = Path("/proc/meminfo")
-CGROUP_MEMORY = Path("/sys/fs/cgroup")  # cgroup v2: memory.max and memory.current
 GB = 1e9
 
 
@@ -75,23 +73,6 @@ def score_bytes(model: ModelRecord, batch_size: int, per_score: float) -> int:
     n = model.seq_len + bool(options.get("cls_token"))
     sequences = batch_size * (2 if model.dual else 1)
     return round(sequences * options["num_heads"] * n * n * options["depth"] * per_score)
-
-
-def cpu_free() -> tuple[int, str] | None:
-    """(bytes free, where read) on the CPU, None where /proc/meminfo is unreadable."""
-    try:
-        fields = dict(line.split(":", 1) for line in MEMINFO.read_text().splitlines() if ":" in line)
-        free, where = int(fields["MemAvailable"].split()[0]) * 1024, f"MemAvailable, {MEMINFO}"
-    except (OSError, KeyError, ValueError):
-        return None
-    try:
-        limit = (CGROUP_MEMORY / "memory.max").read_text().strip()
-        used = int((CGROUP_MEMORY / "memory.current").read_text())
-    except (OSError, ValueError):
-        return free, where
-    if limit != "max" and int(limit) - used < free:
-        return int(limit) - used, f"the cgroup's memory.max less memory.current, {CGROUP_MEMORY}"
-    return free, where
 
 
 def free_memory(on_gpu: bool) -> tuple[int, str] | None:
