@@ -12,7 +12,7 @@ from helpers.previous_forms import PREVIOUS, previous_iterative_pinv
 
 import attention_zoo
 from attention_zoo.pinv import iterative_pinv
-from lra.bench.compare import saved_tensor_bytes
+from attention_zoo.saved_memory import saved_tensor_bytes
 
 HEADS, HEAD_DIM, SEQ = 2, 16, 70
 LENGTHS = [SEQ, 37, 0]  # full, padded, fully padded

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lra.bench.compare import saved_tensor_bytes
+from attention_zoo.saved_memory import saved_tensor_bytes
 from lra.bench.efficiency import growth_table, scope_tables
 from lra.bench.efficiency_measure import BenchConfig, Measurement, build_layer
 from lra.bench.memory_growth import Growth, growth

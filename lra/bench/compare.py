@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import torch
 
+from attention_zoo.saved_memory import saved_tensor_bytes
 from lra.bench.authors_cores import Pair, authors_pairs, authors_provenance
 from lra.bench.measuring import elapsed_ms, run_all
 from lra.bench.options import option, settings_of
@@ -78,29 +79,6 @@ class Comparison:
     ours_kept_mb: float
     reference_kept_mb: float
     kept_ratio: float | None
-
-
-def saved_tensor_bytes(run: Callable[[], torch.Tensor], exclude: Iterable[torch.Tensor] = ()) -> int:
-    """Bytes of the tensors that the graph of ``run()``'s output keeps for backward: each storage once (a
-    tensor saved twice, or views of one), none of ``exclude`` (inputs, weights), nothing of a branch
-    dropped before ``run`` returns (a detached ``amax``: the walk starts at the output)."""
-    excluded = {t.untyped_storage().data_ptr() for t in exclude}
-    storages: dict[int, int] = {}
-    pending, seen = [run().grad_fn], set()
-    while pending:
-        node = pending.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        pending += [next_node for next_node, _ in node.next_functions]
-        for name in dir(node):  # a built-in node's _saved_* attributes, a custom Function's saved_tensors
-            if name.startswith("_saved_") or name == "saved_tensors":
-                value = getattr(node, name)
-                for item in value if isinstance(value, (tuple, list)) else (value,):
-                    storage = item.untyped_storage() if isinstance(item, torch.Tensor) else None
-                    if storage is not None and storage.data_ptr() not in excluded:
-                        storages[storage.data_ptr()] = storage.nbytes()
-    return sum(storages.values())
 
 
 def compare(pair: Pair, length: int, rounds: int, warmup: int) -> Comparison:

@@ -5,10 +5,10 @@ The rule, from the registry: a core that approximates nothing (``approximates`` 
 built-in ones ``standard`` and ``kernelized``) computes an (n × n) score matrix per head. Whether its
 backward keeps it depends on the backend: a fused SDPA kernel keeps none, SDPA's quadratic path
 keeps several (on the CPU, with attention dropout, the softmax output, the dropout mask and the
-dropped matrix). So the bytes kept per score are measured: the core runs once on a small probe on
-the run's device and precision, and autograd's saved tensors of at least (batch × heads × n × n)
-elements are counted (``kept_per_score``). Approximations and mixers exist not to hold the scores
-and are never probed.
+dropped matrix). So the bytes kept per score are measured (``kept_per_score``): the core runs once on
+a small probe on the run's device and precision, and the tensors of at least (batch × heads × n × n)
+elements that its output's graph keeps are counted (``attention_zoo.saved_memory``). Approximations
+and mixers exist not to hold the scores and are never probed.
 
 The estimate is those scores alone, a lower bound: batch (two documents an example for Retrieval) ×
 heads × n × n × layers × the bytes kept per score, n counting the CLS token. Free memory:
@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 import attention_zoo
+from attention_zoo.saved_memory import saved_tensor_bytes
 from lra.config.records import DataRecord, ModelRecord, TrainerRecord
 from lra.job.memory import cpu_free
 
@@ -51,20 +52,10 @@ def kept_per_score(attention: dict[str, Any], device: torch.device, precision: s
     q, k, v = (torch.randn(batch, heads, n, head_dim, device=device, requires_grad=True) for _ in range(3))
     mask = torch.ones(batch, n, dtype=torch.bool, device=device)
     mask[:, n - PROBE_PADDING :] = False
-    kept: dict[tuple[int, torch.dtype], int] = {}
-
-    def keep(tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.numel() >= batch * heads * n * n:  # a score tensor, counted once however often saved
-            kept[tensor.data_ptr(), tensor.dtype] = tensor.numel() * tensor.element_size()
-        return tensor
-
     half = AUTOCAST_DTYPES.get(str(precision))
-    with (
-        torch.autocast(device.type, dtype=half or torch.float32, enabled=half is not None),
-        torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor),
-    ):
-        core(q, k, v, mask)
-    return sum(kept.values()) / (batch * heads * n * n)
+    with torch.autocast(device.type, dtype=half or torch.float32, enabled=half is not None):
+        scores = batch * heads * n * n
+        return saved_tensor_bytes(lambda: core(q, k, v, mask), at_least=scores) / scores
 
 
 def score_bytes(model: ModelRecord, batch_size: int, per_score: float) -> int:
