@@ -98,16 +98,6 @@ class SequentialScan:
             carry = h_t
 
 
-def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """h_t = a_t * h_{t-1} + b_t along dim 1, h_{-1} = 0: a, b (B, T, ...) -> h (B, T, ...)."""
-    length, rest = a.shape[1], (a.shape[0], *a.shape[2:])
-    pad = -length % BLOCK  # identity steps (a = 1, b = 0) fill the last block
-    a = torch.cat([a.movedim(1, 0), a.new_ones(pad, *rest)])  # (T, B, ...)
-    h = torch.cat([b.movedim(1, 0), b.new_zeros(pad, *rest)])
-    BlockScan(a, h, torch.empty_like(a))(None)
-    return h[:length].movedim(0, 1)
-
-
 class ChunkBuffers:
     """The four (positions, batch, state, channels) buffers one scan writes in place, chunk after chunk:
     ``decay`` exp(Δ_t A) with a spare last position of 1 (the reverse scan's a_{t+1} after the chunk,

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import attention_zoo
 from attention_zoo import s4d
-from attention_zoo.scan import BLOCK, CPU_CHUNK_BYTES, chunked_scan, default_chunk, linear_scan
+from attention_zoo.scan import BLOCK, CPU_CHUNK_BYTES, BlockScan, chunked_scan, default_chunk
 
 DIM = 8
 LENGTHS = [53, 31, 1]  # a padded batch: full, padded, a single real token
@@ -97,6 +97,16 @@ def test_mixer_equals_its_recurrence_step_by_step_with_padding(name, options):
         for i, length in enumerate(LENGTHS):
             expected = PLAIN[name](mixer, x[i, :length])
             torch.testing.assert_close(out[i, :length], expected, atol=1e-5, rtol=1e-5)
+
+
+def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``BlockScan`` of h_t = a_t * h_{t-1} + b_t along dim 1, h_{-1} = 0: a, b (B, T, ...) -> (B, T, ...)."""
+    length, rest = a.shape[1], (a.shape[0], *a.shape[2:])
+    pad = -length % BLOCK  # identity steps (a = 1, b = 0) fill the last block
+    a = torch.cat([a.movedim(1, 0), a.new_ones(pad, *rest)])  # (T, B, ...)
+    h = torch.cat([b.movedim(1, 0), b.new_zeros(pad, *rest)])
+    BlockScan(a, h, torch.empty_like(a))(None)
+    return h[:length].movedim(0, 1)
 
 
 @pytest.mark.parametrize("length", [1, 2, 5, 16, 37, 1000, 1024])

@@ -125,8 +125,3 @@ LAYER_COST: tuple[PublishedLayerCost, ...] = (
     *layer_cost_row("Nyströmformer-32", "nystrom", {"num_landmarks": 32},
                     (26, 0.6), (49, 1.2), (96, 2.6), (193, 5.6), (383, 11.5)),
 )  # fmt: skip
-
-
-def layer_cost_baseline(seq_len: int) -> PublishedLayerCost:
-    """The Transformer cell at ``seq_len``, the paper's reference for its ×-factors."""
-    return next(c for c in LAYER_COST if c.attention == "standard" and c.seq_len == seq_len)
