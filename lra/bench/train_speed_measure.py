@@ -32,9 +32,8 @@ from lra.config.paths import CONFIG_DIR
 from lra.job.checks import check_config
 from lra.job.memory import keep_freed_heap
 from lra.job.resolve import job_records, trainer_record
-from lra.job.score_memory import AUTOCAST_DTYPES
 from lra.job.train import build_model, build_module
-from lra.job.trainers import clipping
+from lra.job.trainers import AUTOCAST_DTYPES, clipping
 from lra.results.published_costs import RUN_COST
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # tokens, lengths, labels

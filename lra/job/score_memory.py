@@ -26,6 +26,7 @@ import attention_zoo
 from attention_zoo.saved_memory import saved_tensor_bytes
 from lra.config.records import DataRecord, ModelRecord, TrainerRecord
 from lra.job.memory import cpu_free
+from lra.job.trainers import AUTOCAST_DTYPES
 
 GB = 1e9
 
@@ -38,8 +39,6 @@ def holds_scores(attention: str) -> bool:
 
 PROBE = (2, 2, 64, 8)  # batch, heads, n, head dim of the probe run
 PROBE_PADDING = 5  # padded keys at the end of each probe sequence (the padding bias of real batches)
-# the Trainer's precision -> the autocast dtype its training step runs under (None: 32-bit, no autocast)
-AUTOCAST_DTYPES = {"32-true": None, "32": None, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
 def kept_per_score(attention: dict[str, Any], device: torch.device, precision: str) -> float:
@@ -52,9 +51,9 @@ def kept_per_score(attention: dict[str, Any], device: torch.device, precision: s
     q, k, v = (torch.randn(batch, heads, n, head_dim, device=device, requires_grad=True) for _ in range(3))
     mask = torch.ones(batch, n, dtype=torch.bool, device=device)
     mask[:, n - PROBE_PADDING :] = False
+    scores = batch * heads * n * n
     half = AUTOCAST_DTYPES.get(str(precision))
     with torch.autocast(device.type, dtype=half or torch.float32, enabled=half is not None):
-        scores = batch * heads * n * n
         return saved_tensor_bytes(lambda: core(q, k, v, mask), at_least=scores) / scores
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
@@ -29,6 +30,9 @@ from lra.job.preemption import lightning_plugins
 from lra.job.progress_bar import FINE_TUNING, StageProgressBar
 from lra.job.resume import CHECKPOINT_DIR
 from lra.job.training_state import TrainingOrderState
+
+# the Trainer's precision -> the autocast dtype its training step runs under (None: 32-bit, no autocast)
+AUTOCAST_DTYPES = {"32-true": None, "32": None, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}
 
 
 def clipping(record: TrainerRecord) -> dict[str, Any]:
