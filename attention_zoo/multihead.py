@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attention_zoo.parts.rotary import RotaryEmbedding, check_rope
 from attention_zoo.registry import spec_of
-from attention_zoo.rotary import RotaryEmbedding, check_rope
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -15,7 +15,7 @@ class MultiHeadSelfAttention(nn.Module):
     forward(x: (batch, seq, dim), mask: (batch, seq) bool or None) -> (batch, seq, dim).
     ``bias=False`` drops the biases of all four projections (the LRA code's attention).
     ``rope_fraction`` (None: off) rotates that fraction of each head's q and k dimensions by position
-    after the projections, before the core (``attention_zoo.rotary``); a core that does not take
+    after the projections, before the core (``attention_zoo.parts.rotary``); a core that does not take
     rotary positions (``attention_zoo.check_rope``) is refused with one line.
     """
 

@@ -62,7 +62,7 @@ class AttentionSpec:
             dimension, random features, state size), or None when it has no such size.
         mixer: True for a mixer (it replaces multi-head attention), False for a core.
         causal: whether it has a causal form (``build_attention(..., causal=True)``).
-        rope: whether the core takes rotary positions on q and k (``attention_zoo.rotary``): declared
+        rope: whether the core takes rotary positions on q and k (``attention_zoo.parts.rotary``): declared
             by a core whose output depends on q and k only through their dot products, so that rotating
             both makes it a function of relative positions. Never for a mixer.
     """
@@ -168,8 +168,8 @@ def register_mixer(
 
 
 def available() -> list[str]:
-    """Names of every registered attention (cores and mixers), in registration order."""
-    return list(_REGISTRY)
+    """Names of every registered attention (cores and mixers), sorted."""
+    return sorted(_REGISTRY)
 
 
 def spec(name: str) -> AttentionSpec:
@@ -194,7 +194,7 @@ def checked_causal(entry: AttentionSpec, causal: Any) -> dict[str, bool]:
             f"attention {entry.name!r}: causal must be {OptionType(bool).describe()}, got {causal!r}"
         )
     if causal and not entry.causal:
-        names = ", ".join(name for name, other in _REGISTRY.items() if other.causal)
+        names = ", ".join(name for name in available() if _REGISTRY[name].causal)
         raise ValueError(f"attention {entry.name!r} has no causal form; the causal mode works with: {names}")
     return {"causal": True} if causal else {}
 

@@ -45,9 +45,10 @@ def read_config(text: str) -> dict:
 
 @pytest.fixture
 def template_core():
-    """The page's core, registered for this test only (as importing attention_zoo/<name>.py would)."""
+    """The page's core, registered for this test only (as importing attention_zoo/cores/<name>.py would)."""
     blocks, before = section_blocks(), dict(registry._REGISTRY)
-    exec(compile(blocks["python"], "attention_zoo/mine.py", "exec"), {"__name__": "attention_zoo.mine"})
+    source = compile(blocks["python"], "attention_zoo/cores/mine.py", "exec")
+    exec(source, {"__name__": "attention_zoo.cores.mine"})
     config = read_config(blocks["yaml"])
     yield config["name"], config
     registry._REGISTRY.clear()
@@ -84,7 +85,7 @@ def test_an_attention_added_as_the_page_says_passes_the_shared_tests_and_runs(tm
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, target)
-    (copy / "attention_zoo" / f"{name}.py").write_text(blocks["python"])
+    (copy / "attention_zoo" / "cores" / f"{name}.py").write_text(blocks["python"])
     (copy / "conf" / "attention" / f"{name}.yaml").write_text(blocks["yaml"])
     env = {**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"}
 
@@ -101,7 +102,7 @@ def test_an_attention_added_as_the_page_says_passes_the_shared_tests_and_runs(tm
     assert "tests/test_configs.py::test_one_attention_config_per_registered_core" in passed
     assert len([test for test in passed if re.search(rf"[\[-]{name}[\]-]", test)]) >= 15, passed
 
-    linted = python("-m", "ruff", "check", f"attention_zoo/{name}.py")
+    linted = python("-m", "ruff", "check", f"attention_zoo/cores/{name}.py")
     assert linted.returncode == 0, linted.stdout  # make lint stays green
     first_command = shlex.split(blocks["bash"].strip())
     assert first_command[:3] == ["python", "-m", "lra"] and f"attention={name}" in first_command

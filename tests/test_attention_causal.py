@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 import attention_zoo
-from attention_zoo.kernelized import gaussian_kernel
-from attention_zoo.reformer import SELF_SCORE, lsh_buckets
+from attention_zoo.cores.kernelized import gaussian_kernel
+from attention_zoo.cores.reformer import SELF_SCORE, lsh_buckets
 from attention_zoo.registry import _REGISTRY, register_attention
 
 HEADS, HEAD_DIM, DIM = 2, 16, 16

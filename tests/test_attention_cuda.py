@@ -17,7 +17,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import attention_zoo
-from attention_zoo.scan import selective_scan
+from attention_zoo.parts.scan import selective_scan
 
 pytestmark = pytest.mark.cuda
 

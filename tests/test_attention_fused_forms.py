@@ -11,7 +11,7 @@ import torch
 from helpers.previous_forms import PREVIOUS, previous_iterative_pinv
 
 import attention_zoo
-from attention_zoo.pinv import iterative_pinv
+from attention_zoo.cores.pinv import iterative_pinv
 from attention_zoo.saved_memory import saved_tensor_bytes
 
 HEADS, HEAD_DIM, SEQ = 2, 16, 70

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
-from attention_zoo.performer import orthogonal_gaussian_features
-from attention_zoo.reformer import lsh_buckets, sort_by_bucket
+from attention_zoo.cores.performer import orthogonal_gaussian_features
+from attention_zoo.cores.reformer import lsh_buckets, sort_by_bucket
 from lra.model.encoder import LRAClassifier
 
 HEADS, HEAD_DIM = 2, 16

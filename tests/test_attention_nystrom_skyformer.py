@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
-from attention_zoo.landmarks import padded_landmarks, segment_means
-from attention_zoo.pinv import iterative_pinv
-from attention_zoo.skyformer import sample_landmark_rows
+from attention_zoo.cores.landmarks import padded_landmarks, segment_means
+from attention_zoo.cores.pinv import iterative_pinv
+from attention_zoo.cores.skyformer import sample_landmark_rows
 
 HEADS, HEAD_DIM = 2, 16
 

@@ -85,7 +85,7 @@ def test_a_broken_or_clashing_entry_point_is_one_line_and_the_others_work(
     ]
     assert [record.getMessage() for record in caplog.records] == skipped
     assert attention_zoo.available() == before  # 'clashing_extra' was rolled back with its entry point
-    assert attention_zoo.spec("standard").cls.__module__ == "attention_zoo.standard"
+    assert attention_zoo.spec("standard").cls.__module__ == "attention_zoo.cores.standard"
     for name in before:
         check_config(compose_config([f"attention={name}"]))
     with pytest.raises(ConfigError, match=r"^attention.name='broken' is not registered; .*No module named"):

@@ -1,4 +1,4 @@
-"""Rotary positions (attention_zoo/rotary.py) and which attentions take them.
+"""Rotary positions (attention_zoo/parts/rotary.py) and which attentions take them.
 
 The rotation itself: its pairing and fraction, relative-position invariance of q·k. Over the registry:
 every core that declares ``rope=True`` gives the same output when every position is shifted and keeps
@@ -13,7 +13,7 @@ import torch
 from test_attention_properties import VARIANT_IDS, VARIANTS
 
 import attention_zoo
-from attention_zoo.rotary import RotaryEmbedding, rotate, rotated_dims
+from attention_zoo.parts.rotary import RotaryEmbedding, rotate, rotated_dims
 
 HEADS, HEAD_DIM = 2, 16
 CORES = [name for name in attention_zoo.available() if not attention_zoo.spec(name).mixer]

@@ -9,8 +9,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import attention_zoo
-from attention_zoo.kernelized import gaussian_kernel
-from attention_zoo.masking import zero_padding
+from attention_zoo.cores.kernelized import gaussian_kernel
+from attention_zoo.parts.masking import zero_padding
 
 HEADS, HEAD_DIM = 2, 16
 EXACT = ("standard", "kernelized")

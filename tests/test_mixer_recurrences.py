@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 import attention_zoo
-from attention_zoo import s4d
-from attention_zoo.scan import BLOCK, CPU_CHUNK_BYTES, BlockScan, chunked_scan, default_chunk
+from attention_zoo.mixers import s4d
+from attention_zoo.parts.scan import BLOCK, CPU_CHUNK_BYTES, BlockScan, chunked_scan, default_chunk
 
 DIM = 8
 LENGTHS = [53, 31, 1]  # a padded batch: full, padded, a single real token

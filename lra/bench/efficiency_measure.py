@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import attention_zoo
-from attention_zoo.masking import check_inputs, key_padding_bias
+from attention_zoo.parts.masking import check_inputs, key_padding_bias
 from lra.bench.measuring import Failure, Outcome, Step, measure_step, run_all
 
 NAIVE = "naive"

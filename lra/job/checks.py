@@ -29,7 +29,7 @@ from attention_zoo.option_types import (
     PositiveInt,
     Probability,
 )
-from attention_zoo.rotary import RopeFraction
+from attention_zoo.parts.rotary import RopeFraction
 from lra.config.errors import ConfigError
 from lra.config.hydra_errors import nearest
 from lra.data.recall import recall_task

@@ -2,8 +2,8 @@
 
 ``position: absolute`` adds an absolute embedding to the tokens: learned (``learn_pos_emb``) or LRA's fixed
 sinusoids, or none at all (``positions: false``, the S4 models'). ``position: rope`` rotates q and k of
-every head by position before each attention core instead (``attention_zoo.rotary``: ``rope_fraction`` of
-each head's dimensions), and adds no absolute embedding, whatever ``positions`` and ``learn_pos_emb`` say.
+every head by position before each attention core instead (``attention_zoo.parts.rotary``: ``rope_fraction``
+of each head's dimensions), and adds no absolute embedding, whatever ``positions`` and ``learn_pos_emb`` say.
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import torch
 
-from attention_zoo.kernelized import gaussian_kernel
-from attention_zoo.landmarks import segment_means
-from attention_zoo.masking import key_padding_bias, real_tokens, zero_padding
-from attention_zoo.nystrom import NystromAttention
-from attention_zoo.performer import PerformerAttention
-from attention_zoo.skyformer import SkyformerAttention, sample_landmark_rows
+from attention_zoo.cores.kernelized import gaussian_kernel
+from attention_zoo.cores.landmarks import segment_means
+from attention_zoo.cores.nystrom import NystromAttention
+from attention_zoo.cores.performer import PerformerAttention
+from attention_zoo.cores.skyformer import SkyformerAttention, sample_landmark_rows
+from attention_zoo.parts.masking import key_padding_bias, real_tokens, zero_padding
 
 
 def previous_segment_means(x: torch.Tensor, count: int) -> torch.Tensor:

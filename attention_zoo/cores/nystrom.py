@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.landmarks import padded_landmarks
-from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_bias, zero_padding
-from attention_zoo.pinv import iterative_pinv
+from attention_zoo.cores.landmarks import padded_landmarks
+from attention_zoo.cores.pinv import iterative_pinv
+from attention_zoo.parts.masking import attend_in_float32, check_inputs, key_padding_bias, zero_padding
 from attention_zoo.registry import OddPositiveInt, PositiveInt, register_attention
 
 

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.causality import require_for_causal
-from attention_zoo.masking import check_inputs
+from attention_zoo.parts.causality import require_for_causal
+from attention_zoo.parts.masking import check_inputs
 from attention_zoo.registry import NonNegativeFloat, PositiveInt, register_attention
 
 CAUSAL_CHUNK = 64  # positions per chunk of the causal prefix sums (memory and speed, not results)
@@ -81,7 +81,7 @@ class PerformerAttention(nn.Module):
     State size: the m × D matrix φ(K)ᵀV and the m-vector φ(K)ᵀ1 of each head, num_features ·
     (dim + num_heads): the recurrent state of the causal form (Zoology counts linear attention's
     the same way, ``zoology/mixers/based.py``).
-    No rotary positions (``attention_zoo.rotary``): FAVOR+ never forms q·k. Its features φ(q), φ(k)
+    No rotary positions (``attention_zoo.parts.rotary``): FAVOR+ never forms q·k. Its features φ(q), φ(k)
     depend on each vector's orientation against the drawn ω, not only on dot products between q and
     k. Shifting every position turns all of q and k by one common rotation, which leaves every q·k as
     it is but, for given features, changes the output: the relative-position property holds only in

@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.band import PAD_SCORE, band_attention, band_scores, unchunk
-from attention_zoo.causality import require_for_causal
-from attention_zoo.masking import attend_in_float32, check_inputs, key_padding_bias, real_tokens
+from attention_zoo.cores.band import PAD_SCORE, band_attention, band_scores, unchunk
+from attention_zoo.parts.causality import require_for_causal
+from attention_zoo.parts.masking import attend_in_float32, check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import NonNegativeInt, OddPositiveInt, register_attention
 
 
@@ -80,7 +80,7 @@ class LongformerAttention(nn.Module):
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
         """float32 q, k, v (B, H, N, D) and real (B, N) bool -> (B, H, N, D): the band of
-        ``attention_zoo.band`` (memory O(N · window)), then the global tokens."""
+        ``attention_zoo.cores.band`` (memory O(N · window)), then the global tokens."""
         if not self.global_tokens:
             return band_attention(q, k, v, real, self.window // 2, causal=self.causal)
         batch, heads, length, dim = q.shape

@@ -16,9 +16,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attention_zoo.kernelized import gaussian_attention, gaussian_kernel
-from attention_zoo.masking import attend_in_float32, check_inputs, real_tokens, zero_padding
-from attention_zoo.pinv import iterative_pinv
+from attention_zoo.cores.kernelized import gaussian_attention, gaussian_kernel
+from attention_zoo.cores.pinv import iterative_pinv
+from attention_zoo.parts.masking import attend_in_float32, check_inputs, real_tokens, zero_padding
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.masking import check_inputs, key_padding_bias, real_tokens
+from attention_zoo.parts.masking import check_inputs, key_padding_bias, real_tokens
 from attention_zoo.registry import PositiveInt, register_attention
 from attention_zoo.state_sizes import every_key_and_value
 

@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.causality import causal_keys
-from attention_zoo.masking import check_inputs, zero_padding
+from attention_zoo.parts.causality import causal_keys
+from attention_zoo.parts.masking import check_inputs, zero_padding
 from attention_zoo.registry import Probability, register_attention
 from attention_zoo.state_sizes import every_key_and_value
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attention_zoo.masking import check_inputs, zero_padding
+from attention_zoo.parts.masking import check_inputs, zero_padding
 from attention_zoo.registry import PositiveFloat, PositiveInt, register_attention
 
 

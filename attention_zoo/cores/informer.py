@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.masking import (
+from attention_zoo.parts.masking import (
     attend_in_float32,
     check_inputs,
     key_padding_bias,

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.causality import require_for_causal
+from attention_zoo.parts.causality import require_for_causal
 from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
 
 

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.masking import check_inputs, real_tokens
+from attention_zoo.parts.masking import check_inputs, real_tokens
 from attention_zoo.registry import PositiveInt, register_attention
 from attention_zoo.state_sizes import every_key_and_value
 
@@ -116,7 +116,7 @@ class ReformerAttention(nn.Module):
     State size: every position's key and value, 2 · seq_len · dim, causal or not: a query's buckets
     may hold any earlier key, so all are kept.
 
-    No rotary positions (``attention_zoo.rotary``): the buckets, argmax([sR; −sR]), depend on each
+    No rotary positions (``attention_zoo.parts.rotary``): the buckets, argmax([sR; −sR]), depend on each
     vector's orientation against the drawn rotations R, not only on dot products between q and k.
     Shifting every position turns all of q and k by one common rotation, which leaves every q·k as it
     is but, for a given R, changes the buckets and the output: the relative-position property of

@@ -4,7 +4,7 @@
 The block: ``in_proj`` to x and the gate z (``expand·dim`` channels each); per direction a depthwise
 causal convolution of width ``d_conv``, SiLU, the input-dependent step ``Δ = softplus(dt_proj(.))``
 (through ``dt_rank``), B and C from ``x_proj``; a real diagonal ``A = -exp(A_log)`` (S4D-Real init,
-``A = -(1, 2, ..., N)``) and the D skip; the selective scan (``attention_zoo.scan``, chunked, no loop
+``A = -(1, 2, ..., N)``) and the D skip; the selective scan (``attention_zoo.parts.scan``, chunked, no loop
 over positions); the output gated by ``SiLU(z)``; ``out_proj``. Initialisation as the authors'
 ``mamba_simple.py``: ``dt_proj``'s bias is the inverse softplus of a step drawn log-uniformly in
 [dt_min, dt_max]; ``A_log`` and D have no weight decay (their ``_no_weight_decay``, here ``_optim``).
@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_zoo.causality import require_for_causal
+from attention_zoo.parts.causality import require_for_causal
+from attention_zoo.parts.scan import selective_scan
 from attention_zoo.registry import PositiveFloat, PositiveInt, Probability, register_mixer
-from attention_zoo.scan import selective_scan
 
 
 class SelectiveSSM(nn.Module):

@@ -5,7 +5,7 @@ accuracy needs more than a window of w tokens.
 Query i attends to the keys j with |i − j| <= ⌊w/2⌋: for odd w that is w keys, (w − 1)/2 on each
 side and the query's own; for even w it is w + 1 keys, w/2 on each side and its own (a symmetric
 band has an odd number of keys). Memory is O(N · w), never (N × N): the band is computed in chunks
-(``attention_zoo.band``, shared with ``longformer``). Causal: the band's past half, the query and
+(``attention_zoo.cores.band``, shared with ``longformer``). Causal: the band's past half, the query and
 the ⌊w/2⌋ keys before it.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attention_zoo.band import band_attention
-from attention_zoo.masking import attend_in_float32, check_inputs, real_tokens
+from attention_zoo.cores.band import band_attention
+from attention_zoo.parts.masking import attend_in_float32, check_inputs, real_tokens
 from attention_zoo.registry import PositiveInt, register_attention
 
 
