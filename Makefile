@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.13.0
 # Where a CPU-only torch build comes from when none is on a local wheel path (pip's find-links).
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The extras `make install` installs and `make lock` locks.
-EXTRAS        ?= dev,cluster,search,dashboards
+EXTRAS        ?= dev,cluster,search,dashboards,fla
 # The exact versions CI tested (written by `make lock`); `CONSTRAINTS=` installs the newest allowed instead.
 CONSTRAINTS   ?= constraints.txt
 LOCKED        := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
