@@ -103,13 +103,42 @@ def test_the_recall_presets_are_causal_and_sweep_their_sources_grids(preset, exp
 TIER_TASKS = ["mqar", *(name for name in TASKS if name not in ("mqar", "induction"))]
 
 
+MAD_TIER_TASKS = TIER_TASKS[1:]
+BASED_FIGURE2_RATES = [1e-3, 3.1623e-3, 1e-2, 3.1623e-2]  # np.logspace(-3, -1.5, 4)
+
+
+def tier_preset(task: str) -> str:
+    """The CPU tier's preset of ``task``: MQAR's frontier, or MAD's six tasks."""
+    return "diagnostics_cpu" if task == "mqar" else "diagnostics_cpu_mad"
+
+
+def test_the_cpu_tier_sweeps_the_based_rates_and_two_state_sizes_and_mad_fewer():
+    mqar = OmegaConf.load(CONF_DIR / "experiment" / "diagnostics_cpu.yaml")
+    mad = OmegaConf.load(CONF_DIR / "experiment" / "diagnostics_cpu_mad.yaml")
+    assert [float(rate) for rate in mqar.hydra.sweeper.params["task.lr"].split(",")] == BASED_FIGURE2_RATES
+    assert mqar.hydra.sweeper.params.features == "16,32" and mqar.tuning_axes == ["task.lr"]
+    assert mad.hydra.sweeper.params.task.split(",") == MAD_TIER_TASKS
+    assert [float(rate) for rate in mad.hydra.sweeper.params["task.lr"].split(",")] == BASED_FIGURE2_RATES[:3]
+    assert str(mad.hydra.sweeper.params.features) == "16"
+
+
+@pytest.mark.parametrize(("attention", "features", "width", "budget"), [
+    ("standard", 16, 64, None), ("standard", 32, 128, None), ("mamba", 32, 64, ("d_state", 32)),
+    ("nystrom", 32, 64, ("num_landmarks", 32)),
+])  # fmt: skip
+def test_the_tier_state_axis_is_the_budget_or_else_the_width(attention, features, width, budget):
+    cfg = compose_config(["experiment=diagnostics_cpu", f"attention={attention}", f"features={features}"])
+    check_config(cfg)
+    assert cfg.model.dim == width
+    if budget:
+        assert cfg.attention[budget[0]] == budget[1]
+
+
 @pytest.mark.parametrize("attention", ["standard", "nystrom", "mamba", "bigbird", "longformer"])
 def test_the_cpu_tier_runs_an_entry_causal_where_it_can_and_every_task_at_64_tokens_at_most(attention):
     causal = attention_zoo.spec(attention).causal
-    swept = OmegaConf.load(CONF_DIR / "experiment" / "diagnostics_cpu.yaml").hydra.sweeper.params
-    assert swept.task.split(",") == TIER_TASKS
     for task in TIER_TASKS:
-        cfg = compose_config(["experiment=diagnostics_cpu", f"attention={attention}", f"task={task}"])
+        cfg = compose_config([f"experiment={tier_preset(task)}", f"attention={attention}", f"task={task}"])
         check_config(cfg)
         records = job_records(cfg)
         assert cfg.model.causal is causal and records.data.recall.training_set == "fresh"
@@ -118,6 +147,7 @@ def test_the_cpu_tier_runs_an_entry_causal_where_it_can_and_every_task_at_64_tok
         assert records.trainer.max_steps == ((1200 if causal else 3000) if task == "mqar" else 400)
         assert cfg.model.position == ("absolute" if causal else "rope")
         assert records.model.state_size <= 2 * 64 * 64  # no more than standard keeps
+        assert list(cfg.tuning_axes) == ["task.lr"]
 
 
 def test_the_generator_benchmark_times_the_tiers_own_shapes(capsys):
@@ -125,7 +155,7 @@ def test_the_generator_benchmark_times_the_tiers_own_shapes(capsys):
 
     assert [name for name, _ in bench.TIER] == TIER_TASKS
     for name, options in bench.TIER:
-        cfg = compose_config(["experiment=diagnostics_cpu", f"task={name}"])
+        cfg = compose_config([f"experiment={tier_preset(name)}", f"task={name}"])
         assert {key: cfg.task.generator[key] for key in options} == options
     bench.main(["--tier", "--repeats", "1", "--batch", "4"])
     printed = capsys.readouterr().out

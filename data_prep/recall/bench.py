@@ -2,8 +2,9 @@
 
 Shapes: MQAR at the CPU tier's cell (vocabulary 128, length 64, 8 pairs) and at Zoology's
 default vocabulary; every other task at its source's defaults. ``--tier``: the shapes of
-``experiment=diagnostics_cpu`` instead (MQAR's cell, MAD's tasks at 64 tokens at most). Prints the
-median over repeats of one ``task.sample(rng, batch)``, to set beside the training step's time.
+``experiment=diagnostics_cpu`` (MQAR's cell) and ``diagnostics_cpu_mad`` (MAD's tasks at 64 tokens at
+most). Prints the median over repeats of one ``task.sample(rng, batch)``, to set beside the training
+step's time.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=50)
-    parser.add_argument("--tier", action="store_true", help="the shapes of experiment=diagnostics_cpu")
+    parser.add_argument("--tier", action="store_true", help="the CPU tier's shapes (diagnostics_cpu, _mad)")
     args = parser.parse_args(argv)
     print(f"batch {args.batch}, median of {args.repeats} draws")
     print(f"{'task':<26}{'length':>8}{'vocab':>8}{'ms':>10}  options")

@@ -26,7 +26,7 @@ ALWAYS_NAMED = ("task", "attention", "seed")
 # and a search's name leaves them out (lra.search.study).
 IGNORED_KEYS = (
     "resume", "num_workers", "threads", "steady_heap", "data_root",
-    "logger", "trainer.enable_progress_bar", "trainer.enable_model_summary",
+    "logger", "trainer.enable_progress_bar", "trainer.enable_model_summary", "tuning_axes",
 )  # fmt: skip
 # The options of pretrain=masked: a run from scratch ignores them, and its name leaves them out.
 PRETRAIN_OPTIONS = "pretrain."

@@ -18,6 +18,9 @@
   tier's ``max_steps: ${lra.if:${model.causal},1200,3000}``.
 - ``${lra.not:VALUE}``: the boolean negation, e.g. ``bidirectional: ${lra.not:${model.causal}}``: a
   mixer scans one way under ``model.causal=true``, both ways otherwise.
+- ``${lra.width_axis:ATTENTION,FEATURES,BASE,WIDTH}``: the model width of a state-size sweep over the
+  ``features`` budget: WIDTH for an attention with a budget option (the budget sizes its state), else
+  WIDTH · FEATURES / BASE (its state grows with the width, as Zoology varies ``d_model``).
 - ``${lra.recall_shape:KEY}``: ``seq_len``, ``vocab_size`` or ``num_classes`` of the recall task that
   ``task.generator`` builds (``data_prep.recall``), so a recall task's shapes are stated once.
 """
@@ -109,6 +112,15 @@ def causal_form(attention: str) -> bool:
     return attention in attention_zoo.available() and attention_zoo.spec(attention).causal
 
 
+def width_axis(attention: str, features: int, base: int, width: int) -> int:
+    """The width of a state-size sweep (module docstring): ``width`` where ``attention`` has a budget
+    option, else ``width * features // base``."""
+    import attention_zoo
+
+    budgeted = attention in attention_zoo.available() and attention_zoo.spec(attention).budget_option
+    return width if budgeted else width * features // base
+
+
 def register_resolvers() -> None:
     """Register the ``lra.*`` resolvers (idempotent)."""
     OmegaConf.register_new_resolver(BUDGET_RESOLVER, budget, replace=True)
@@ -121,6 +133,7 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.recall_shape", recall_shape, replace=True)
     OmegaConf.register_new_resolver("lra.not", lambda value: not value, replace=True)
     OmegaConf.register_new_resolver("lra.causal_form", causal_form, replace=True)
+    OmegaConf.register_new_resolver("lra.width_axis", width_axis, replace=True)
     OmegaConf.register_new_resolver(
         "lra.if", lambda condition, then, otherwise: then if condition else otherwise, replace=True
     )
