@@ -30,6 +30,13 @@ def test_swept_keys_are_the_comma_and_range_overrides_less_task_attention_seed()
     ]
 
 
+def test_a_presets_own_sweep_names_its_jobs_unless_the_command_line_fixes_the_key(monkeypatch):
+    monkeypatch.setenv(SWEPT_KEYS_ENV, "")
+    record_swept_keys(["attention=mamba,s4d", "features=16"], {"task.lr": "1e-3,1e-2", "features": "16,32"})
+    job = ["experiment=diagnostics_cpu", "attention=mamba", "features=16", "task.lr=1e-2"]
+    assert job_name("mqar", "mamba", 0, job) == "mqar-mamba-lr=0.01-s0"
+
+
 def test_job_names_carry_the_swept_options(monkeypatch):
     monkeypatch.setenv(SWEPT_KEYS_ENV, "")  # restored after the test: later runs sweep nothing
     record_swept_keys(["attention=nystrom,skyformer", "attention.num_landmarks=8,16", "experiment=skyformer"])

@@ -4,7 +4,8 @@ A sweep's job folders, W&B run names and final table name every option the sweep
 ``attention.num_landmarks=8,16`` gives ``listops-nystrom-num_landmarks=8-s0`` and
 ``listops-nystrom-num_landmarks=16-s0`` instead of two ``listops-nystrom-s0``.
 
-The swept keys are read from the multirun command line once, when the sweep starts
+The swept keys are read from the multirun command line and the preset's ``hydra.sweeper.params`` (where
+the command line sets one of those keys, its value wins) once, when the sweep starts
 (``lra.results.summary_tables.SweepSummary.on_multirun_start`` calls ``record_swept_keys``), and handed to
 every job through the environment variable ``LRA_SWEPT_KEYS``, which local, joblib and SLURM (submitit) jobs
 inherit. Each job takes its own values of those keys from its overrides. Task, attention and seed
@@ -39,14 +40,17 @@ def parse(overrides: Sequence[str]) -> list:
 
 
 def swept_keys(overrides: Sequence[str]) -> list[str]:
-    """The keys (or config groups) that a multirun command line sweeps, less ``ALWAYS_NAMED``."""
-    keys = [override.key_or_group for override in parse(overrides) if override.is_sweep_override()]
-    return [key for key in dict.fromkeys(keys) if key not in ALWAYS_NAMED]
+    """The keys (or config groups) that a multirun's overrides sweep, less ``ALWAYS_NAMED``; where a key
+    comes twice, its last override decides."""
+    sweeps = {override.key_or_group: override.is_sweep_override() for override in parse(overrides)}
+    return [key for key, swept in sweeps.items() if swept and key not in ALWAYS_NAMED]
 
 
-def record_swept_keys(overrides: Sequence[str]) -> None:
-    """Hand the swept keys of this multirun command line to its jobs (see the module docstring)."""
-    os.environ[SWEPT_KEYS_ENV] = " ".join(swept_keys(overrides))
+def record_swept_keys(overrides: Sequence[str], preset_params: dict[str, Any] | None = None) -> None:
+    """Hand the keys this multirun sweeps to its jobs (see the module docstring): ``preset_params``
+    (``hydra.sweeper.params``: key -> sweep) first, then the command line's ``overrides``."""
+    params = [f"{key}={value}" for key, value in (preset_params or {}).items()]
+    os.environ[SWEPT_KEYS_ENV] = " ".join(swept_keys([*params, *overrides]))
 
 
 def varied_options(job_overrides: Sequence[str], scratch: bool = False) -> dict[str, str]:

@@ -153,7 +153,8 @@ class SweepSummary(HydraCallback):
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        record_swept_keys(list(config.hydra.overrides.task))
+        params = config.hydra.sweeper.get("params") or {}
+        record_swept_keys(list(config.hydra.overrides.task), dict(params))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
