@@ -1,6 +1,7 @@
-"""The recall diagnostics of ``python -m lra.report`` (lra/report/recall.py): Zoology's Figure 2 draws
-every MQAR run, one line per mixer, causal and non-causal apart, its text inside the canvas; MAD's table
-averages each task's levels of their best runs."""
+"""The recall diagnostics of ``python -m lra.report`` (lra/report/recall*.py), on real composed configs:
+each configuration is picked at its best learning rate by validation, with the rate named, the runs
+counted and an edge flagged; runs of another vocabulary, head count, step count or preset are never
+merged; MAD's score averages only MAD's levels of one configuration; a mixer is a line over state sizes."""
 
 from __future__ import annotations
 
@@ -11,123 +12,224 @@ from conftest import compose_config
 from helpers.report_summaries import write_summary
 from omegaconf import OmegaConf
 
-import attention_zoo
 from lra.job.attention_checks import state_size
+from lra.job.train import run as train
 from lra.report.cli import main
-from lra.report.configurations import label_configurations
-from lra.report.recall import mad_scores, mixer_runs, recall_vs_state
+from lra.report.recall import mqar_picks, recall_vs_state
 from lra.report.runs import find_runs
 from lra.results.plotting import agg_pyplot, text_problems
 
-# name, overrides, test accuracy: lr sweeps (the best counts), widths and budgets (the x axis)
-RUNS = [
-    ("std-64-lr3", ["attention=standard", "model.causal=true", "task.lr=1e-3"], 0.91),
-    ("std-64-lr4", ["attention=standard", "model.causal=true", "task.lr=1e-4"], 0.40),
-    ("std-128", ["attention=standard", "model.causal=true", "model.dim=128"], 0.99),
-    ("s4d-16", ["attention=s4d", "model.causal=true", "attention.d_state=16"], 0.20),
-    ("s4d-64", ["attention=s4d", "model.causal=true", "attention.d_state=64"], 0.35),
-    ("nys-16", ["attention=nystrom", "attention.num_landmarks=16"], 0.15),
-    ("nys-32", ["attention=nystrom", "attention.num_landmarks=32"], 0.25),
-    ("std-long", ["attention=standard", "model.causal=true", "task.generator.input_seq_len=128",
-                  "task.generator.num_kv_pairs=16"], 0.60),
-]  # fmt: skip
-MAD_RUNS = [  # task, level overrides, lr, accuracy
-    ("in_context_recall", [], "1e-3", 0.8),
-    ("in_context_recall", [], "1e-4", 0.6),
-    ("in_context_recall", ["task.generator.vocab_size=32"], "1e-3", 0.4),
-    ("in_context_recall", ["task.train_examples=800"], "1e-3", 0.3),
-    ("selective_copying", [], "1e-3", 0.5),
-]
+TIER = ["experiment=diagnostics_cpu"]
+RATES = ["1e-3", "3.1623e-3", "1e-2", "3.1623e-2"]
 
 
-def write(root: Path, name: str, overrides: list[str], acc: float) -> None:
-    cfg = compose_config(overrides)
+def write(
+    root: Path,
+    name: str,
+    overrides: list[str],
+    val: float,
+    test: float,
+    seed: int = 0,
+    steps: int | None = None,
+) -> None:
+    """A completed run's summary.json with the config ``python -m lra OVERRIDES`` composes."""
+    cfg = compose_config([*overrides, f"seed={seed}"])
     config = OmegaConf.to_container(cfg, resolve=True)
     write_summary(
-        root / name, cfg.task.name, cfg.attention.name, 0, acc, config=config, schema=3,
+        root / name,
+        cfg.task.name,
+        cfg.attention.name,
+        seed,
+        test,
+        config=config,
+        schema=3,
         data={"set": cfg.task.name, "source": "recall generator"},
-        metrics={"model/state_size": state_size(cfg)},
-    )  # fmt: skip
+        metrics={
+            "model/state_size": state_size(cfg),
+            "val/acc_best": val,
+            "train/steps": steps or cfg.trainer.max_steps,
+        },
+        preset=next((o.split("=")[1] for o in overrides if o.startswith("experiment=")), None),
+    )
+
+
+def report(root: Path, out: Path) -> str:
+    assert main(["--runs", str(root), "--out", str(out)]) == 0
+    return (out / "lra_table.md").read_text()
+
+
+def section(text: str, heading: str) -> str:
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def rows(table: str, first: str) -> list[list[str]]:
+    """The markdown rows of ``table`` whose first cell is ``first``, as cells."""
+    found = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()]
+    return [cells for cells in found if cells and cells[0] == first]
 
 
 @pytest.fixture(scope="module")
-def recall_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("recall")
-    for name, overrides, acc in RUNS:
-        write(root, name, ["task=mqar", *overrides], acc)
-    for index, (task, level, lr, acc) in enumerate(MAD_RUNS):
-        write(
-            root,
-            f"mad-{index}",
-            [f"task={task}", "attention=standard", "model.causal=true", f"task.lr={lr}", *level],
-            acc,
-        )
+def tier_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tier's standard over its four rates (best by validation at 1e-2, not by test), mamba best at
+    the highest rate, both at two state sizes; and a standard run of another vocabulary and heads."""
+    root = tmp_path_factory.mktemp("tier")
+    for rate, val, test in zip(RATES, (0.50, 0.70, 0.90, 0.60), (0.55, 0.95, 0.88, 0.62), strict=True):
+        for features, gain in (("16", 0.0), ("32", 0.05)):
+            write(
+                root,
+                f"std-{rate}-{features}",
+                [*TIER, "attention=standard", f"task.lr={rate}", f"features={features}"],
+                val + gain,
+                test + gain,
+            )
+    for rate, val in zip(RATES, (0.10, 0.20, 0.30, 0.90), strict=True):
+        for features in ("16", "32"):
+            write(
+                root,
+                f"mamba-{rate}-{features}",
+                [*TIER, "attention=mamba", f"task.lr={rate}", f"features={features}"],
+                val,
+                val,
+            )
+    write(
+        root,
+        "std-8192",
+        [
+            *TIER,
+            "attention=standard",
+            "task.generator.vocab_size=8192",
+            "model.num_heads=2",
+            "trainer.max_steps=10",
+        ],
+        0.0006,
+        0.0006,
+    )
     return root
 
 
-def test_zoology_figure_draws_every_mqar_run_one_line_per_mixer_each_setting_apart(recall_root: Path):
-    runs = label_configurations(find_runs([recall_root]))
-    figure = recall_vs_state(runs)
-    titles = [ax.get_title() for ax in figure.axes]
-    assert titles == [
-        "causal: length 64, 8 pairs",
-        "causal: length 128, 16 pairs",
-        "non-causal: length 64, 8 pairs",
+def test_the_best_rate_by_validation_is_picked_named_and_counted(tier_root: Path, tmp_path: Path):
+    table = section(report(tier_root, tmp_path), "## MQAR: every point of the figure")
+    standard = [row for row in rows(table, "causal") if row[2] == "standard"]
+    assert [(row[3], row[5], row[7], row[8], row[9]) for row in standard] == [
+        (
+            "dim=64",
+            "88.00",
+            "lr=0.01",
+            "best of 4",
+            "",
+        ),  # 1e-2 has the best validation, 3.16e-3 the best test
+        ("dim=128", "93.00", "lr=0.01", "best of 4", ""),
     ]
-    drawn = {ax.get_title(): drawn_points(ax) for ax in figure.axes}
-    size = lambda name, **options: attention_zoo.state_size(name, dim=options.pop("dim", 64), **options)  # noqa: E731
-    assert drawn["causal: length 64, 8 pairs"] == {
-        "standard": [(size("standard", seq_len=64), 91.0), (size("standard", seq_len=64, dim=128), 99.0)],
-        "s4d": [(size("s4d", seq_len=64, d_state=16, bidirectional=False), 20.0),
-                (size("s4d", seq_len=64, d_state=64, bidirectional=False), 35.0)],
-    }  # fmt: skip
-    assert drawn["causal: length 128, 16 pairs"] == {"standard": [(size("standard", seq_len=128), 60.0)]}
-    assert drawn["non-causal: length 64, 8 pairs"] == {
-        "nystrom": [(size("nystrom", seq_len=64, num_landmarks=16), 15.0),
-                    (size("nystrom", seq_len=64, num_landmarks=32), 25.0)],
-    }  # fmt: skip
-    assert text_problems(figure) == []
-    assert figure.legends and not any(ax.texts for ax in figure.axes)  # lines: every label in the legend
-    agg_pyplot().close(figure)
 
 
-def drawn_points(ax) -> dict[str, list[tuple[float, float]]]:
-    """label -> its (state size, accuracy %) points: a line's, or a single marker's."""
-    lines = {
-        line.get_label(): list(zip(line.get_xdata(), line.get_ydata(), strict=True))
-        for line in ax.get_lines()
-    }
-    marks = {marks.get_label(): [tuple(point) for point in marks.get_offsets()] for marks in ax.collections}
-    return lines | marks
-
-
-def test_a_mixer_with_one_state_size_is_a_marker_with_its_label_beside_it(recall_root: Path):
-    runs = [run for run in label_configurations(find_runs([recall_root])) if run.task == "mqar"]
-    one_each = [run for run in runs if run.config["task"]["generator"]["input_seq_len"] == 128]
-    figure = recall_vs_state(one_each)
+def test_a_best_at_the_edge_of_the_sweep_is_flagged_in_the_table_and_the_figure(tier_root: Path, tmp_path):
+    table = section(report(tier_root, tmp_path), "## MQAR: every point of the figure")
+    mamba = [row for row in rows(table, "causal") if row[2] == "mamba"]
+    assert [(row[3], row[7], row[9]) for row in mamba] == [
+        ("d_state=16", "lr=0.031623", "† highest lr swept"),
+        ("d_state=32", "lr=0.031623", "† highest lr swept"),
+    ]
+    figure = recall_vs_state(find_runs([tier_root]))
     [ax] = figure.axes
-    assert set(drawn_points(ax)) == {"standard"} and not ax.get_lines()
-    assert [text.get_text() for text in ax.texts] == ["standard"] and not figure.legends
+    hollow = [line for line in ax.get_lines() if line.get_markerfacecolor() == "white"]
+    # mamba's two picks, and the one-rate run of another vocabulary
+    assert sorted(list(line.get_ydata()) for line in hollow) == [[pytest.approx(0.06)], [90.0, 90.0]]
+    agg_pyplot().close(figure)
+
+
+def test_a_run_of_another_vocabulary_and_head_count_stays_its_own_point_and_row(tier_root: Path, tmp_path):
+    labelled = mqar_picks(find_runs([tier_root]))
+    assert sorted({label for _, label in labelled}) == [
+        "mamba",
+        "standard",
+        "standard (num_heads=2, vocab_size=8192, max_steps=10)",
+    ]
+    table = section(report(tier_root, tmp_path), "## MQAR: every point of the figure")
+    other = [row for row in rows(table, "causal") if "vocab_size=8192" in row[2]]
+    assert [(row[1], row[5], row[8], row[9]) for row in other] == [
+        ("64 tokens, 8 pairs, 10 steps", "0.06", "best of 1", "† one lr only")
+    ]
+    figure = recall_vs_state(find_runs([tier_root]))
+    legend = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert "standard (num_heads=2, vocab_size=8192, max_steps=10)" in legend and "standard" in legend
     assert text_problems(figure) == []
     agg_pyplot().close(figure)
 
 
-def test_mad_scores_average_the_best_run_of_each_level(recall_root: Path):
-    scores = mad_scores(label_configurations(find_runs([recall_root])))
-    assert scores == {
-        ("causal", "standard"): {
-            "in_context_recall": (pytest.approx((0.8 + 0.4 + 0.3) / 3), 3), "selective_copying": (0.5, 1),
-        },
-    }  # fmt: skip
-    assert {run.label for run in mixer_runs(find_runs([recall_root]))} == {"standard", "s4d", "nystrom"}
+def test_the_figure_is_a_line_per_mixer_over_state_size_with_a_chance_line(tier_root: Path):
+    figure = recall_vs_state(find_runs([tier_root]))
+    [ax] = figure.axes
+    assert ax.get_title() == "causal: length 64, 8 pairs, steps: see labels"
+    lines = {
+        line.get_label(): list(line.get_xdata()) for line in ax.get_lines() if line.get_label()[0] != "_"
+    }
+    assert lines["standard"] == [8192, 16384] and lines["mamba"] == [2048, 4096]
+    chance = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert [line.get_ydata()[0] for line in chance] == [12.5]
+    agg_pyplot().close(figure)
 
 
-def test_the_report_draws_the_figure_and_the_table(recall_root: Path, tmp_path: Path):
-    out = tmp_path / "report"
-    assert main(["--runs", str(recall_root), "--out", str(out)]) == 0
-    text = (out / "lra_table.md").read_text()
-    assert "![Recall against state size (Zoology, Figure 2)](recall_vs_state.png)" in text
-    assert (out / "recall_vs_state.png").is_file()
-    table = text.split("## MAD scores (%)")[1]
-    assert "**causal**" in table and "**non-causal**" not in table
-    assert "| standard | 50.0 (3) | — | — | 50.0 (1) | — | — |" in table
+def test_a_mad_score_averages_only_the_levels_of_one_configuration(tmp_path: Path):
+    root = tmp_path / "runs"
+    mad = ["experiment=mad", "attention=standard"]
+    for rate, val in (("1e-4", 0.5), ("5e-4", 0.9), ("1e-3", 0.7)):  # the baseline's sweep: 5e-4 wins
+        write(root, f"mad-{rate}", [*mad, f"task.lr={rate}"], val, val)
+    write(root, "mad-vocab32", [*mad, "task.generator.vocab_size=32", "task.lr=5e-4"], 0.4, 0.4)
+    write(
+        root,
+        "plain",
+        ["task=in_context_recall", "attention=standard", "model.causal=true", "trainer.max_steps=10"],
+        0.2,
+        0.2,
+    )
+    write(
+        root,
+        "tier",
+        ["experiment=diagnostics_cpu_mad", "attention=standard", "task=in_context_recall"],
+        0.98,
+        0.98,
+    )
+    table = section(report(root, tmp_path / "out"), "## MAD scores (%)")
+    cells = {
+        (row[0], row[1]): row[2]
+        for label in ("mad", "diagnostics_cpu_mad")
+        for row in rows(table, f"standard (experiment={label})")
+    }
+    assert cells == {  # (0.9 + 0.4) / 2: the levels of experiment=mad, not the other presets' runs
+        ("standard (experiment=mad)", "MAD levels"): "65.0† (2: baseline, vocab_size=32)",
+        (
+            "standard (experiment=diagnostics_cpu_mad)",
+            "not MAD's levels",
+        ): "98.00† (seq_len=64, num_train_examples=6400, fresh batches)",
+    }
+    assert [row[1:3] for row in rows(table, "standard (no preset)")] == [["MAD levels", "20.0 (1: baseline)"]]
+
+
+@pytest.mark.slow
+def test_a_label_shows_the_steps_that_ran_not_an_overridden_default(tmp_path: Path):
+    """Real runs: non-causal nystrom and causal standard with trainer.max_steps=3 (their task.max_steps
+    are 3000 and 1200): one row each, no step count in a label, and --compare pairs them."""
+    root = tmp_path / "runs"
+    for attention, seed in (("nystrom", 0), ("nystrom", 1), ("standard", 0), ("standard", 1)):
+        overrides = [
+            *TIER,
+            f"attention={attention}",
+            "trainer.max_steps=3",
+            "task.eval_every=3",
+            "task.test_examples=64",
+            f"seed={seed}",
+            "logger=none",
+            "features=16",
+        ]
+        summary = train(compose_config(overrides), root / f"{attention}-{seed}")
+        assert summary["status"] == "completed", summary["error"]
+    text = report(root, tmp_path / "out")
+    assert "max_steps=3000" not in text and "max_steps=1200" not in text
+    table = section(text, "## MQAR: every point of the figure")
+    assert {(row[0], row[1], row[2]) for row in rows(table, "non-causal") + rows(table, "causal")} == {
+        ("non-causal", "64 tokens, 8 pairs, 3 steps", "nystrom"),
+        ("causal", "64 tokens, 8 pairs, 3 steps", "standard"),
+    }
+    assert (
+        main(["--runs", str(root), "--out", str(tmp_path / "cmp"), "--compare", "nystrom", "standard"]) == 0
+    )

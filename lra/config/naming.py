@@ -28,6 +28,7 @@ ALWAYS_NAMED = ("task", "attention", "seed")
 IGNORED_KEYS = (
     "resume", "num_workers", "threads", "steady_heap", "data_root",
     "logger", "trainer.enable_progress_bar", "trainer.enable_model_summary", "tuning_axes",
+    "task.max_steps",  # a default that trainer.max_steps reads: the resolved trainer.max_steps is what ran
 )  # fmt: skip
 # The options of pretrain=masked: a run from scratch ignores them, and its name leaves them out.
 PRETRAIN_OPTIONS = "pretrain."

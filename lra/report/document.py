@@ -12,7 +12,8 @@ from lra.report import figures
 from lra.report.configurations import common_options_line, usual_values_line
 from lra.report.locality import locality_figure, locality_table
 from lra.report.paper_layouts import PAPERS, FigureSpec, ReportInput
-from lra.report.recall import RECALL_VS_STATE, apart, recall_blocks
+from lra.report.recall import RECALL_VS_STATE, apart
+from lra.report.recall_tables import recall_blocks
 from lra.report.runs import CHANCE_MARGIN, GENERATED, STAND_IN, Run, latest_and_superseded
 from lra.report.spt import spt_section
 from lra.report.tables import SIZE_RULE, accuracy_table, failed_section, parameter_table

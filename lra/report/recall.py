@@ -1,53 +1,46 @@
-"""The recall diagnostics in the report (docs/diagnostics.md): Zoology's Figure 2 and MAD's table, from
-the completed runs of the recall tasks (``task.generator``).
+"""The recall diagnostics in the report (docs/diagnostics.md): Zoology's Figure 2 from the completed runs
+of the recall tasks (``task.generator``); the tables are in ``lra.report.recall_tables``.
 
-- ``recall_vs_state``: Zoology's Figure 2 (Arora et al. 2023; HazyResearch/zoology
-  ``zoology/analysis/paper/zoology_paper/zoology_figure2.py``): MQAR accuracy against the state size
-  each layer carries (``model/state_size``, log scale), one panel per sequence length and number of
-  pairs, one line per mixer in its attention colour; each point the best run at that state size (the
-  source's maximum over its learning rates).
-- ``mad_table``: MAD's score (Poli et al. 2024; athms/mad-lab ``mad/analysis.py`` L120-201): per task and
-  mixer, the best run of each difficulty level (the source's maximum over its learning-rate and
-  weight-decay sweep), averaged over the levels.
+Every point, line and row stands for one configuration at its best tuning values (``lra.report.
+recall_picks``: the learning rate with the best validation accuracy, the test accuracy there, averaged
+over seeds). Causal and non-causal runs (``model.causal``) are separate settings, never in one panel or
+table. A mixer's *line* joins its configurations that differ only along the state axis (``features``,
+the attention's budget option, ``model.dim``); its label names what else differs from the other lines
+(``lra.report.configurations``): another vocabulary, head count, step count or preset is another line.
 
-Causal and non-causal runs (``model.causal``) are separate settings: never in one panel or one table.
-A line or row is a mixer: ``Run.label`` (``lra.report.configurations``) with what the sources sweep
-or plot on the x axis left out (learning rate, weight decay, width, the attention's budget option;
-``bidirectional`` under causal) and the task's own options (they make the panels and levels).
+``recall_vs_state``: Zoology's Figure 2 (Arora et al. 2023; HazyResearch/zoology
+``zoology/analysis/paper/zoology_paper/zoology_figure2.py``): MQAR accuracy against the state size each
+layer carries (``model/state_size``, log scale), one panel per setting, length and number of pairs, one
+line per mixer in its attention colour and a marker of its own; a hollow marker is a pick at an edge of
+its sweep; the dashed line is chance, one of the pairs' values picked at random (1 / pairs).
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import attention_zoo
-from lra.provenance import markdown_table
 from lra.report.configurations import label_configurations
-from lra.report.panels import TITLE_SIZE, legend_below_panels, panel_grid
-from lra.report.paper_layouts import FigureSpec, ReportInput
+from lra.report.panels import SCRATCH_MARKERS, TITLE_SIZE, legend_below_panels, panel_grid
+from lra.report.paper_layouts import FigureSpec
+from lra.report.recall_picks import Pick, picks, tuning_axes
 from lra.report.runs import Run
-from lra.results.marker_labels import place_labels
 from lra.results.plotting import attention_color, log_axis
 from lra.results.summary_json import STATE_SIZE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-ACCURACY = "test/acc"
-# What a mixer's line or row leaves out: the sources' sweeps, the x axis, and the task's options.
-SWEPT = ("task.", "model.dim", "model.causal", "features", "trainer.max_steps", "seed")
-MAD_TASKS = (
-    "in_context_recall", "fuzzy_in_context_recall", "noisy_in_context_recall",
-    "selective_copying", "compression", "memorization",
-)  # fmt: skip
 SETTINGS = {True: "causal", False: "non-causal"}
-MARKER_AREA = 64.0  # points²: a single-state-size mixer's marker
-OVERLAP = (0.04, 3.0)  # markers closer than this (log10 state size, accuracy points) overlap
+# The keys every recall label leaves out: the seed, the setting (model.causal) and what the task's
+# generator fixes (shapes it resolves to); a table or panel names the cell itself.
+ALWAYS_UNLABELLED = ("seed", "model.causal", "task.seq_len", "task.vocab_size", "task.num_classes")
+STATE_AXIS = ("features", "model.dim")  # and the attention's budget option
+MQAR_CELL = ("task.generator.input_seq_len", "task.generator.num_kv_pairs")  # a figure panel each
+EDGE_NOTE = "hollow: the best rate is at an edge of its sweep"
 
 
 def is_recall(run: Run) -> bool:
@@ -56,7 +49,7 @@ def is_recall(run: Run) -> bool:
 
 def apart(runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
     """(the LRA runs, the recall runs) of ``runs``: the LRA tables and papers' sections show only the
-    first, the recall figure and MAD's table only the second."""
+    first, the recall figure and tables only the second."""
     return [run for run in runs if not is_recall(run)], [run for run in runs if is_recall(run)]
 
 
@@ -65,132 +58,134 @@ def setting(run: Run) -> str:
     return SETTINGS[bool((run.config.get("model") or {}).get("causal", False))]
 
 
-def unlabelled(run: Run) -> set[str]:
-    """The attention options a mixer's label leaves out: its budget (the x axis) and, under causal,
-    ``bidirectional`` (the setting says it)."""
+def state_axis(run: Run) -> tuple[str, ...]:
+    """The keys along which a mixer's line runs: ``features``, the width and its budget option."""
     known = run.attention in attention_zoo.available()
     option = attention_zoo.spec(run.attention).budget_option if known else None
-    return {f"attention.{option}"} | ({"attention.bidirectional"} if setting(run) == "causal" else set())
+    return (*STATE_AXIS, *([f"attention.{option}"] if option else []))
 
 
-def mixer_runs(runs: Sequence[Run]) -> list[Run]:
-    """The completed recall runs, each labelled as a mixer (module docstring)."""
-    chosen = [
-        run
-        for run in runs
-        if is_recall(run) and run.status == "completed" and run.value(ACCURACY) is not None
-    ]
+def steps(run: Run) -> int | None:
+    """The steps it trained: ``train/steps`` as recorded, else ``trainer.max_steps``."""
+    recorded = run.metrics.get("train/steps", run.settings.get("trainer.max_steps"))
+    return None if recorded is None else int(recorded)
+
+
+def labels(chosen: Sequence[Pick], unlabelled: Callable[[Run], Sequence[str]]) -> dict[int, str]:
+    """id(pick) -> its label: the attention and what differs between the picks of its setting and preset,
+    less ``unlabelled(run)`` (prefixes), the tuning axes and ``ALWAYS_UNLABELLED``; where a setting holds
+    picks of several presets, each label names its preset first (``experiment=mad``, ``no preset``),
+    so that runs of two presets never read alike and the preset stands for all it sets."""
     stripped = []
-    for run in chosen:
-        left_out = unlabelled(run)
-        kept = {
-            key: value
-            for key, value in run.settings.items()
-            if not key.startswith(SWEPT) and key not in left_out
-        }
+    for pick in chosen:
+        run = pick.run
+        skipped = (*ALWAYS_UNLABELLED, *tuning_axes(run), *unlabelled(run))
+        if setting(run) == "causal":
+            skipped += ("attention.bidirectional",)
+        kept = {key: value for key, value in run.settings.items() if not key.startswith(skipped)}
         stripped.append(replace(
-            run, settings=kept, configuration=repr(sorted(kept.items())),
-            label_keys=tuple(key for key in run.label_keys if key not in left_out),
+            run, settings=kept, configuration=repr(sorted(kept.items(), key=str)), protocol=preset_name(run),
+            label_keys=tuple(key for key in run.label_keys if not key.startswith(skipped)),
             task=f"recall, {setting(run)}",  # one labelling a setting: a mixer keeps its name across tasks
         ))  # fmt: skip
-    return [
-        replace(labelled, task=run.task)
-        for labelled, run in zip(label_configurations(stripped), chosen, strict=True)
-    ]
-
-
-def generator(run: Run) -> dict:
-    return dict(run.config["task"]["generator"])
-
-
-def best_by(runs: Sequence[Run], key) -> dict:
-    """key(run) -> the best ``ACCURACY`` among the runs that share it."""
-    best: dict = {}
-    for run in runs:
-        best[key(run)] = max(best.get(key(run), 0.0), run.value(ACCURACY))
-    return best
-
-
-def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
-    """Zoology's Figure 2 of the MQAR runs that record a state size; None when there are none. A mixer
-    with one state size is a marker with its label beside it (``place_labels``); lines, or a panel
-    without room for every label, take one legend below the panels."""
-    mqar = [run for run in mixer_runs(runs) if run.task == "mqar" and run.value(STATE_SIZE)]
-    if not mqar:
-        return None
-    panels: dict[tuple, list[Run]] = defaultdict(list)
-    for run in mqar:
-        options = generator(run)
-        panels[(setting(run), options["input_seq_len"], options["num_kv_pairs"])].append(run)
-    order = sorted(panels, key=lambda panel: (panel[0] != "causal", panel[1], panel[2]))
-    fig, axes = panel_grid(len(order), "MQAR accuracy against the state size per layer (Zoology, Figure 2)")
-    points: list[list[tuple[str, float, float]]] = []  # per panel: (label, size, accuracy %) of each marker
-    for panel, ax in zip(order, axes, strict=True):
-        best = best_by(panels[panel], lambda run: (run.label, run.value(STATE_SIZE)))
-        points.append([])
-        drawn: list[tuple[float, float]] = []  # (log10 state size, accuracy) of the markers so far
-        for label in sorted({label for label, _ in best}):
-            line = sorted((size, 100 * accuracy) for (name, size), accuracy in best.items() if name == label)
-            if len(line) == 1:  # a marker, its label beside it; one over others is a smaller disc
-                here = (math.log10(line[0][0]), line[0][1])  # inside them, so that every one shows
-                under = sum(abs(here[0] - x) < OVERLAP[0] and abs(here[1] - y) < OVERLAP[1] for x, y in drawn)
-                area = MARKER_AREA / (1 + under) ** 2
-                ax.scatter(*line[0], s=area, color=attention_color(label), label=label, zorder=3 + under)
-                drawn.append(here)
-                points[-1].append((label, *line[0]))
-            else:
-                ax.plot(*zip(*line, strict=True), marker="o", color=attention_color(label), label=label)
-        name, length, pairs = panel
-        ax.set_title(f"{name}: length {length}, {pairs} pairs", fontsize=TITLE_SIZE)
-        ax.set(xlabel="state size per layer (numbers)", ylabel="test accuracy (%)", ylim=(-3, 103))
-        log_axis(ax, "x")
-        ax.grid(True, which="both", alpha=0.3)
-    lines = any(ax.get_lines() for ax in axes)
-    if lines or not all(place_labels(fig, ax, marks) for ax, marks in zip(axes, points, strict=True)):
-        for ax in axes:  # a label either beside its marker in every panel, or in the legend
-            for text in list(ax.texts):
-                text.remove()
-        legend_below_panels(fig, axes)
-    return fig
-
-
-def mad_scores(runs: Sequence[Run]) -> dict[tuple[str, str], dict[str, tuple[float, int]]]:
-    """(setting, mixer) -> MAD task -> (score, levels): the mean over a task's levels of the best run of
-    each level (a level: the generator's options and the training set's size)."""
-    best = best_by(
-        [run for run in mixer_runs(runs) if run.task in MAD_TASKS],
-        lambda run: (setting(run), run.label, run.task, repr(sorted(generator(run).items())),
-                     run.config["task"]["train_examples"]),
-    )  # fmt: skip
-    levels: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for (where, label, task, *_), accuracy in best.items():
-        levels[(where, label)][task].append(accuracy)
+    presets: dict[str, set[str]] = defaultdict(set)
+    for run in stripped:
+        presets[run.task].add(run.protocol)
     return {
-        mixer: {task: (statistics.mean(values), len(values)) for task, values in tasks.items()}
-        for mixer, tasks in levels.items()
+        id(pick): with_preset(run) if len(presets[run.task]) > 1 else run.label
+        for pick, run in zip(chosen, label_configurations(stripped), strict=True)
     }
 
 
-def mad_table(runs: Sequence[Run]) -> str:
-    """MAD's table per setting (markdown): a row per mixer, a column per task, each cell the score in %
-    and the number of levels it averages; "" when no MAD task ran."""
-    scores = mad_scores(runs)
-    blocks = []
-    for name in SETTINGS.values():
-        rows = [
-            [
-                label,
-                *(
-                    f"{100 * cells[task][0]:.1f} ({cells[task][1]})" if task in cells else "—"
-                    for task in MAD_TASKS
-                ),
-            ]
-            for (where, label), cells in sorted(scores.items())
-            if where == name
-        ]
-        if rows:
-            blocks.append(f"**{name}**\n\n" + markdown_table(["mixer", *MAD_TASKS], rows))
-    return "\n\n".join(blocks)
+def preset_name(run: Run) -> str:
+    return f"experiment={run.preset}" if run.preset else "no preset"
+
+
+def with_preset(run: Run) -> str:
+    """``run.label`` with its preset (``Run.protocol`` here) as its first part."""
+    name, _, rest = run.label.partition(" (")
+    return f"{name} ({run.protocol}{', ' + rest if rest else ')'}"
+
+
+def mqar_picks(runs: Sequence[Run]) -> list[tuple[Pick, str]]:
+    """Each MQAR configuration that records a state size, picked and labelled as a line (module
+    docstring), sorted by setting, cell, label and state size."""
+    chosen = [pick for pick in picks(runs) if pick.run.task == "mqar" and pick.run.value(STATE_SIZE)]
+    named = labels(chosen, lambda run: (*state_axis(run), *MQAR_CELL))
+    return sorted(((pick, named[id(pick)]) for pick in chosen), key=lambda item: (*panel(item[0]), item[1],
+                  item[0].run.value(STATE_SIZE)))  # fmt: skip
+
+
+def panel(pick: Pick) -> tuple[bool, int, int]:
+    """(non-causal, length, pairs): the figure panel of an MQAR pick, causal first."""
+    generator = pick.run.config["task"]["generator"]
+    return (setting(pick.run) != "causal", generator["input_seq_len"], generator["num_kv_pairs"])
+
+
+def panel_title(key: tuple[bool, int, int], members: Sequence[Pick]) -> str:
+    """``causal: length 64, 8 pairs, 1200 steps`` (the steps where every line of the panel shares them)."""
+    counts = {steps(pick.run) for pick in members}
+    trained = f", {counts.pop()} steps" if len(counts) == 1 and None not in counts else ", steps: see labels"
+    return f"{SETTINGS[not key[0]]}: length {key[1]}, {key[2]} pairs{trained}"
+
+
+def line_styles(labelled: Sequence[tuple[Pick, str]]) -> dict[str, tuple[str, str]]:
+    """label -> (colour, marker): its attention's colour, and a marker of its own among that attention's
+    labels, the same in every panel."""
+    by_attention: dict[str, list[str]] = defaultdict(list)
+    for pick, label in labelled:
+        if label not in by_attention[pick.run.attention]:
+            by_attention[pick.run.attention].append(label)
+    return {
+        label: (attention_color(attention), SCRATCH_MARKERS[rank % len(SCRATCH_MARKERS)])
+        for attention, names in by_attention.items()
+        for rank, label in enumerate(sorted(names))
+    }
+
+
+def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
+    """Zoology's Figure 2 of the MQAR runs that record a state size (module docstring); None when there
+    are none. One legend below the panels names every line once."""
+    labelled = mqar_picks(runs)
+    if not labelled:
+        return None
+    panels: dict[tuple, list[tuple[Pick, str]]] = defaultdict(list)
+    for pick, label in labelled:
+        panels[panel(pick)].append((pick, label))
+    styles = line_styles(labelled)
+    fig, axes = panel_grid(len(panels), "MQAR accuracy against the state size per layer (Zoology, Figure 2)")
+    handles: dict[str, object] = {}
+    for key, ax in zip(sorted(panels), axes, strict=True):
+        lines: dict[str, list[Pick]] = defaultdict(list)
+        for pick, label in panels[key]:
+            lines[label].append(pick)
+        for label, members in lines.items():
+            color, marker = styles[label]
+            sizes = [pick.run.value(STATE_SIZE) for pick in members]
+            accuracies = [100 * pick.test()[0] for pick in members]
+            (handle,) = ax.plot(sizes, accuracies, color=color, marker=marker, markersize=6, label=label)
+            hollow = [(s, a) for s, a, pick in zip(sizes, accuracies, members, strict=True) if pick.edge()]
+            if hollow:  # an edge: the marker's face left white
+                ax.plot(*zip(*hollow, strict=True), linestyle="", marker=marker, markersize=6,
+                        markerfacecolor="white", markeredgecolor=color, zorder=3)  # fmt: skip
+            handles.setdefault(label, handle)
+        ax.axhline(100 / key[2], color="0.4", linestyle="--", linewidth=1)
+        ax.set_title(panel_title(key, [pick for pick, _ in panels[key]]), fontsize=TITLE_SIZE)
+        ax.set(xlabel="state size per layer (numbers)", ylabel="test accuracy (%)", ylim=(-3, 103))
+        log_axis(ax, "x")
+        ax.grid(True, which="both", alpha=0.3)
+    chance, edge = proxies(fig)
+    legend_below_panels(fig, axes, {**handles, "chance (1 / pairs)": chance, EDGE_NOTE: edge})
+    return fig
+
+
+def proxies(fig: Figure) -> tuple[object, object]:
+    """Legend entries for the chance line and the hollow edge marker."""
+    from matplotlib.lines import Line2D
+
+    chance = Line2D([], [], color="0.4", linestyle="--", linewidth=1)
+    edge = Line2D([], [], color="0.3", linestyle="", marker="o", markerfacecolor="white")
+    return chance, edge
 
 
 RECALL_VS_STATE = FigureSpec(
@@ -199,20 +194,10 @@ RECALL_VS_STATE = FigureSpec(
     lambda report: recall_vs_state(report.recall),
     "No completed MQAR run records a state size.",
     lambda report: (
-        "One panel per setting (causal or non-causal), length and number of pairs; each point "
-        "is the best test accuracy at that state size (`model/state_size`), over learning rates and seeds."
+        "One panel per setting (causal or non-causal), length and number of pairs, with its steps; one "
+        "line per mixer over its state sizes (`model/state_size`). Each point is one configuration at "
+        "the learning rate (the preset's tuning axes) with the best validation accuracy, and its test "
+        "accuracy there, the mean over seeds (Zoology's selection); a hollow marker is a best at the "
+        "highest or lowest rate swept, or from one rate. Every point's figures: the MQAR table below."
     ),
 )
-
-
-def recall_blocks(report: ReportInput) -> list[str]:
-    """MAD's table under its heading, when a MAD task ran."""
-    table = mad_table(report.recall)
-    if not table:
-        return []
-    return [
-        "## MAD scores (%)",
-        "Per task and mixer, the mean over the difficulty levels that ran (their number in brackets) of "
-        "each level's best test accuracy, over learning rates, weight decays and seeds (MAD's score).",
-        table,
-    ]
