@@ -155,3 +155,34 @@ def test_every_figure_draws_every_row_with_its_text_inside_and_wandb_groups_by_t
         "attention.num_landmarks", "model.dim", "task.lr", "trainer.devices", "trainer.max_steps",
         "trainer.strategy",
     }  # fmt: skip
+
+
+def test_a_label_names_what_its_command_line_set_and_a_joining_run_moves_no_other_label(tmp_path: Path):
+    nystrom = demo_config("attention=nystrom")
+    for lr in (1e-3, 1e-4):
+        config = changed(nystrom, task__lr=lr)
+        write_run(tmp_path, f"lr-{lr}", config, 0, 0.15, "2026-01-01T10:00:00", overrides=["task.lr"])
+    before = sorted(run.label for run in labelled(tmp_path))
+    assert before == ["nystrom (num_landmarks=16, lr=0.0001)", "nystrom (num_landmarks=16, lr=0.001)"]
+    wide = changed(nystrom, model__dim=32)
+    write_run(tmp_path, "wide", wide, 0, 0.1, "2026-01-01T11:00:00", overrides=["model.dim"])
+    assert sorted(run.label for run in labelled(tmp_path)) == sorted(
+        [*before, "nystrom (num_landmarks=16, dim=32)"]
+    )
+
+
+def test_compare_takes_a_label_as_the_table_prints_it_and_ignored_keys_name_nothing(tmp_path: Path):
+    nystrom, standard = demo_config("attention=nystrom"), demo_config("attention=standard")
+    for seed in (0, 1):  # the same jobs but for how often they log and the accelerator they named
+        quiet = changed(nystrom, trainer__log_every_n_steps=50, trainer__accelerator="cpu")
+        write_run(
+            tmp_path, f"n{seed}", nystrom if seed else quiet, seed, 0.15 + seed / 100, "2026-01-01T10:00"
+        )
+        write_run(tmp_path, f"s{seed}", standard, seed, 0.12, "2026-01-01T10:00:00")
+    runs = labelled(tmp_path)
+    assert sorted({run.variant for run in runs}) == [
+        f"nystrom (num_landmarks=16, {MARKS})",
+        f"standard ({MARKS})",
+    ]
+    (line,) = compare_lines(runs, f"nystrom (num_landmarks=16, {MARKS})", f"standard ({MARKS})")
+    assert line.endswith("over 2 seeds")

@@ -28,7 +28,10 @@ ALWAYS_NAMED = ("task", "attention", "seed")
 IGNORED_KEYS = (
     "resume", "num_workers", "threads", "steady_heap", "data_root",
     "logger", "trainer.enable_progress_bar", "trainer.enable_model_summary", "tuning_axes",
-    "task.max_steps",  # a default that trainer.max_steps reads: the resolved trainer.max_steps is what ran
+    # defaults other keys read: the resolved trainer.max_steps is what ran, the attention's options hold
+    # what features set, and summary.json's device says where it ran
+    "task.max_steps", "features", "trainer.accelerator",
+    "trainer.log_every_n_steps",
 )  # fmt: skip
 # The options of pretrain=masked: a run from scratch ignores them, and its name leaves them out.
 PRETRAIN_OPTIONS = "pretrain."

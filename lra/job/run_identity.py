@@ -90,13 +90,15 @@ def preset_of(job_overrides: Sequence[str]) -> str | None:
 
 def job_record(config: dict[str, Any], job_overrides: Sequence[str], resolved: bool = True) -> dict[str, Any]:
     """What names the job in summary.json: its ``name`` and varied ``options`` (``lra.config.naming``),
-    the ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes (this
-    module; None when ``config``, the job's config as plain data, is not ``resolved``: the run fails on
-    it and names the reason)."""
+    the keys its command line set (``overrides``, less ``IGNORED_KEYS``: what a report's label may
+    name), the ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes
+    (this module; None when ``config``, the job's config as plain data, is not ``resolved``: the run
+    fails on it and names the reason)."""
     options = varied_options(job_overrides, scratch=(config.get("pretrain") or {}).get("mode") == "none")
     return {
         "name": run_name(config["task"]["name"], config["attention"]["name"], config["seed"], options),
         "options": options,
+        "overrides": sorted({o.lstrip("+~").split("=", 1)[0] for o in comparable_overrides(job_overrides)}),
         "preset": preset_of(job_overrides),
         "fingerprint": job_fingerprint(comparable(config)) if resolved else None,
     }

@@ -5,7 +5,8 @@ interval (``lra.report.intervals``)::
     nystrom − standard on listops: −0.80 [−2.10, 0.50] over 3 seeds
 
 ``A`` and ``B`` are variants as the figures name them (``Run.label``): an attention, with its
-non-default options and ``SPT`` where they apply (``nystrom``, ``'nystrom (num_landmarks=32)'``). A
+non-default options and ``SPT`` where they apply (``nystrom``, ``'nystrom (num_landmarks=32)'``), or as
+the tables print them, with their data marks (``'nystrom (dataset=listops-demo, generated data)'``). A
 bare attention name stands for its variant when the runs have only one (``s4d`` for ``'s4d
 (d_state=16)'`` after a sweep with ``features=16``). Each seed's difference is A's accuracy minus
 B's, in points; the interval is that of their mean. A variant is one configuration
@@ -60,6 +61,9 @@ def variant(name: str, completed: Sequence[Run]) -> str | None:
     labels = {run.label for run in completed}
     if name in labels:
         return name
+    printed = {run.variant: run.label for run in completed}
+    if name in printed:
+        return printed[name]
     of_attention = sorted({run.label for run in completed if run.attention == name})
     if len(of_attention) > 1:
         several = ", ".join(of_attention)

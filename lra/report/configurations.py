@@ -1,17 +1,20 @@
 """One row per configuration, labelled by what differs: ``standard (lr=0.001)`` beside
 ``standard (lr=1e-05)``, ``nystrom (devices=2, max_steps=400)`` beside ``nystrom``.
 
-A run's configuration is its job less the seed (``lra.job.run_identity.configuration_fingerprint``), so
-two runs that differ in any option that changes what they compute never share a row. Labels name
-options as a sweep's final table does: among the completed runs of a figure panel (task × data ×
-protocol, ``lra.report.panels``), an option whose value varies has a *usual* value, the one most runs
-have; a row's label names the varying options where its value is not the usual one, or where two
-values tie for most (both sides of a two-point sweep), after the attention's non-default options and
-before its data marks and ``SPT``. The report's header gives the usual values. What a row's name
-already says is not repeated: ``features`` (it sets the attention's options), the pretraining choices
-of its ``SPT`` label, the ``pretrain.*`` keys of runs from scratch (they ignore them). Where two
-configurations of a task still read the same (a key one of them lacks), both labels name every key
-in which they differ.
+A run's configuration is its job less the seed (``lra.job.run_identity.configuration_fingerprint``) on
+its device, so two runs that differ in any option that changes what they compute never share a row.
+Labels name options as the command lines did: among the completed runs of a figure panel (task × data
+× protocol, ``lra.report.panels``), an option *varies* when its values differ; a row's label names the
+varying options its run's command line set (summary.json's ``overrides``), after the attention's
+non-default options and before its data marks and ``SPT``. A label so depends only on its own run and
+on what varies beside it: a run that joins the set with another option changed adds that option to its
+own label, never takes one from the others'. A run whose summary records no command line (written
+before it was recorded) names the varying options where its value is not the *usual* one, the one most
+runs have, or where two values tie for most. The report's header gives the usual values. What a row's
+name already says is not repeated: the attention's options (which ``features`` sets), the pretraining
+choices of its ``SPT`` label, the ``pretrain.*`` keys of runs from scratch (they ignore them). Where two
+configurations of a task still read the same (a key one of them lacks, or the device), both labels name
+every key in which they differ.
 """
 
 from __future__ import annotations
@@ -116,9 +119,17 @@ def label_configurations(runs: Sequence[Run]) -> list[Run]:
     labelled = []
     for run in runs:
         values = usual.get(panel_of(run), {})
-        named = [key for key, value in values.items() if value is None or value_of(run, key) != value]
-        labelled.append(relabelled(run, named, short_keys(list(values))))
+        labelled.append(relabelled(run, named_keys(run, values), short_keys(list(values))))
     return separate_collisions(labelled)
+
+
+def named_keys(run: Run, usual: dict[str, str | None]) -> list[str]:
+    """The varying keys (``usual``: key -> its usual value) that ``run``'s label names (module
+    docstring): those its command line set, or for a run that records none, those where its value is
+    not the usual one."""
+    if run.overridden is not None:
+        return [key for key in usual if key in run.overridden]
+    return [key for key, value in usual.items() if value is None or value_of(run, key) != value]
 
 
 def separate_collisions(runs: Sequence[Run]) -> list[Run]:

@@ -28,6 +28,8 @@ SCHEMAS = (1, 2, 3)  # the summary.json layouts this report reads (lra.results.s
 CHANCE_MARGIN = 0.01  # one accuracy point
 TEST_ACCURACIES = ("test/acc", "test/acc_final")  # at the selected checkpoint, at the final weights
 DEFAULT_SIZE = (2, 64)  # (layers, width) of conf/model/lra.yaml
+# A run's device counts among its settings: the same job on a CPU and a GPU is two rows (time, memory).
+DEVICE = "device"
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,12 @@ class Run:
     variant of the same model trained from scratch (``variant`` itself for a run from scratch);
     ``data``: what ``data_labels`` says of its data ("" for the task's own); ``label``: the variant
     without its data and protocol, what a figure's panel of one data set and protocol names it by;
-    ``configuration``: the fingerprint of its job less the seed; ``settings``: what it computes, its
-    config less the keys that do not change that (``lra.job.run_identity.comparable``), by dotted key;
+    ``configuration``: the fingerprint of its job less the seed, and the device it ran on; ``settings``:
+    what it computes, its config less the keys that do not change that (``lra.job.run_identity.
+    comparable``), by dotted key, and its ``device``;
     ``label_keys``: the dotted config keys its label names (non-default attention options, and what
-    ``lra.report.configurations`` adds)."""
+    ``lra.report.configurations`` adds); ``overridden``: the keys its command line set (summary.json's
+    ``overrides``), None where its summary does not record them."""
 
     path: Path
     task: str
@@ -71,6 +75,7 @@ class Run:
     configuration: str = ""
     settings: dict[str, object] = field(default_factory=dict)
     label_keys: tuple[str, ...] = ()
+    overridden: tuple[str, ...] | None = None
 
     def size(self) -> tuple[int, int]:
         """(layers, width) of its encoder, from its config (``DEFAULT_SIZE`` where it records none)."""
@@ -216,9 +221,10 @@ def load_run(path: Path) -> Run:
             options=summary.get("options") or {},
             data=", ".join(data_labels(config, data)),
             label=variant_label(attention, config, data, spt, with_data=False),
-            configuration=configuration_fingerprint(config),
-            settings=leaves(comparable(config)),
+            configuration=f"{configuration_fingerprint(config)} on {summary.get('device')}",
+            settings={**leaves(comparable(config)), DEVICE: str(summary.get("device") or "unknown")},
             label_keys=tuple(attention_options(attention, config)),
+            overridden=None if "overrides" not in summary else tuple(summary["overrides"]),
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         return Run(path, "?", "?", None, "unreadable", f"{type(error).__name__}: {error}", {}, "", "", "")

@@ -159,6 +159,7 @@ def make_summary(
                  split's inputs of the weights fine-tuning started from (0-1, or null), "time_s":
                  pretraining seconds, or null} (docs/pretraining.md),
          "name": "{task}-{attention}[-{option}={value}...]-s{seed}", "options": {varied option: value},
+         "overrides": [the keys its command line set, less IGNORED_KEYS: what a report's label names],
          "preset": the experiment= preset it trained under, or null,
          "fingerprint": the hash of what it computes (lra.job.run_identity.job_fingerprint)}
     """

@@ -51,11 +51,13 @@ def write_summary(
     share: float | None = None,
     options: dict | None = None,
     preset: str | None = None,
+    overrides: list[str] | None = None,
 ) -> Path:
     """A run folder with its summary.json; ``schema`` None writes a schema-1 file (no ``schema`` key),
     or a schema-3 one for a self-pretrained run (``pretrain``, from ``masked_pretrain``, with its
     metrics and ``pretrain`` config; ``share``: the compute-matched split); ``options``: the options
-    its sweep varied; ``preset``: the ``experiment=`` it trained under. Returns the run folder."""
+    its sweep varied; ``preset``: the ``experiment=`` it trained under; ``overrides``: the keys its
+    command line set (None: a summary that does not record them). Returns the run folder."""
     all_metrics = {"perf/train_time_s": train_time_s, "perf/peak_rss_mb": 2048.0, "train/steps": 100}
     if acc is not None:
         all_metrics["test/acc"] = acc
@@ -83,6 +85,8 @@ def write_summary(
     }
     if schema is not None:
         summary["schema"] = schema
+    if overrides is not None:
+        summary["overrides"] = overrides
     if (schema or 1) >= 3:
         summary["pretrain"] = pretrain
     spt = "" if pretrain is None else f"-pretrain=masked{f'-share={share}' if share else ''}"
