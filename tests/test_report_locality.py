@@ -98,3 +98,38 @@ def test_the_report_has_the_figure_and_table_only_with_window_runs(runs_root: Pa
     write_summary(plain, "listops", "standard", 0, 0.5, config=config("listops", 64, "standard", None, 0))
     assert main(["--runs", str(plain), "--out", str(tmp_path / "plain_report")]) == 0
     assert "how long range" not in (tmp_path / "plain_report" / "lra_table.md").read_text()
+
+
+def write_preset_sweep(root: Path, preset: str, model: dict, full: list[float], share: float) -> None:
+    """A sweep under ``preset`` whose configs differ from the other preset's in many keys."""
+    for window, accuracies in [(8, [0.11, 0.12]), (128, [0.12, 0.13]), (None, full)]:
+        attention = "standard" if window is None else "window"
+        for seed, acc in enumerate(accuracies):
+            chosen = config("listops", 64, attention, window, seed, **model)
+            chosen["trainer"] = {"max_steps": 30, "log_every_n_steps": 25, "accelerator": "cpu"}
+            chosen["task"] |= {"eval_every": 15, "lr": 0.001, "warmup_steps": 200}
+            write_summary(
+                root / f"{preset}-{window}", "listops", attention, seed, acc, config=chosen, schema=3,
+                data={"set": "listops-demo", "source": "generator", "majority_share": {"test": share}},
+                preset=preset, overrides=["trainer.max_steps"],
+            )  # fmt: skip
+
+
+def test_panels_of_two_presets_name_the_preset_not_every_key_and_fit(tmp_path: Path):
+    write_preset_sweep(tmp_path, "locality_demo", {"dim": 64}, [0.11, 0.12], 0.131)
+    write_preset_sweep(tmp_path, "locality", {"dim": 128, "position": "rope"}, [0.5, 0.52], 0.131)
+    curves = locality_curves(latest_per_seed(find_runs([tmp_path])))
+    assert sorted(curve.title for curve in curves) == [
+        "listops (dataset=listops-demo, generated data,\nexperiment=locality)",
+        "listops (dataset=listops-demo, generated data,\nexperiment=locality_demo)",
+    ]
+    figure = locality_figure(latest_per_seed(find_runs([tmp_path])))
+    assert text_problems(figure) == []
+
+
+def test_a_curve_whose_full_attention_is_at_chance_has_no_locality_length(tmp_path: Path):
+    write_preset_sweep(tmp_path, "locality_demo", {"dim": 64}, [0.108, 0.108], 0.131)
+    [curve] = locality_curves(latest_per_seed(find_runs([tmp_path])))
+    assert curve.at_chance() and curve.within_point() is None and curve.within_interval() is None
+    table = locality_table(latest_per_seed(find_runs([tmp_path])))
+    assert "— (full attention at chance)" in table

@@ -6,11 +6,18 @@ A *locality curve* is the completed ``window`` and ``standard`` runs of one task
 setting but the attention's (and the seed): the task's data, protocol and model. Its *locality
 lengths* are the smallest swept window whose mean accuracy over seeds is within 1 point of
 ``standard``'s mean (at least that mean less 1), and the smallest whose mean reaches the 95% interval
-of ``standard``'s mean (at least its lower end; ``standard`` needs two seeds for an interval).
+of ``standard``'s mean (at least its lower end; ``standard`` needs two seeds for an interval). Where
+``standard`` itself is at chance (its mean at most the majority class's share plus 1 point), no window
+has anything to reach: the curve has no locality length.
+
+A panel's title names its task and what sets its curve apart from the task's others: the preset where
+the curves come from several, and the options that vary among the curves of one preset (those their
+command lines set, ``lra.report.configurations.named_keys``), wrapped to the panel's width.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from lra.config.naming import short_keys
 from lra.provenance import markdown_table
-from lra.report.configurations import panel_of, value_of, varying_keys
-from lra.report.runs import Cell, Run
+from lra.report.configurations import named_keys, panel_of, usual_values, value_of
+from lra.report.runs import CHANCE_MARGIN, Cell, Run
 from lra.results.plotting import agg_pyplot, attention_color, legend_below, legend_entries, log_axis_at
 
 if TYPE_CHECKING:
@@ -31,6 +38,7 @@ FULL = "standard"  # the full attention it is compared with
 POINT = 1.0  # accuracy points (%)
 METRIC = "test/acc"
 OWN_KEYS = ("seed", "attention.")  # what the runs of one curve may differ in
+TITLE_CHARS = 48  # a line of a panel's title at its width and size
 
 
 @dataclass(frozen=True)
@@ -44,15 +52,19 @@ class LocalityCurve:
     full: Cell | None
     chance: float | None
 
+    def at_chance(self) -> bool:
+        """Whether ``standard``'s mean is at most chance plus ``CHANCE_MARGIN`` (in points)."""
+        return None not in (self.full, self.chance) and self.full.mean <= self.chance + 100 * CHANCE_MARGIN
+
     def within_point(self) -> int | None:
         """The smallest window whose mean is at least ``standard``'s mean less ``POINT``."""
-        if self.full is None:
+        if self.full is None or self.at_chance():
             return None
         return self.smallest_reaching(self.full.mean - POINT)
 
     def within_interval(self) -> int | None:
         """The smallest window whose mean is at least the lower end of ``standard``'s 95% interval."""
-        if self.full is None or self.full.ci is None:
+        if self.full is None or self.full.ci is None or self.at_chance():
             return None
         return self.smallest_reaching(self.full.ci[0])
 
@@ -72,18 +84,25 @@ def accuracy_cell(runs: Sequence[Run]) -> Cell:
 
 
 def curve_titles(groups: dict[tuple, list[Run]]) -> dict[tuple, str]:
-    """Each group's title: its task and data marks, and the settings in which the task's groups differ."""
+    """Each group's title (module docstring): its task and data marks, its preset where the task's
+    curves come from several, and the options its command line set that vary among the curves of its
+    task and preset."""
     by_task: dict[str, list[tuple]] = defaultdict(list)
     for key, runs in groups.items():
         by_task[runs[0].task].append(key)
     titles = {}
     for task, keys in by_task.items():
         first = {key: groups[key][0] for key in keys}
-        differing = varying_keys(list(first.values()), skipped=OWN_KEYS) if len(keys) > 1 else []
-        names = short_keys(differing)
+        presets = {run.preset for run in first.values()}
         for key, run in first.items():
-            parts = [run.data] * bool(run.data) + [f"{names[k]}={value_of(run, k)}" for k in differing]
-            titles[key] = f"{task} ({', '.join(parts)})" if parts else task
+            same = [other for other in first.values() if other.preset == run.preset]
+            usual = {k: v for k, v in usual_values(same).items() if not k.startswith(OWN_KEYS)}
+            named = named_keys(run, usual)
+            names = short_keys(named)
+            parts = [run.data] * bool(run.data) + [f"experiment={run.preset}"] * (len(presets) > 1)
+            parts += [f"{names[k]}={value_of(run, k)}" for k in named]
+            title = f"{task} ({', '.join(parts)})" if parts else task
+            titles[key] = textwrap.fill(title, TITLE_CHARS)
     return titles
 
 
@@ -174,6 +193,8 @@ def locality_table(completed: Sequence[Run]) -> str:
         seeds = "/".join(map(str, sorted({cell.count for cell in curve.windows.values()})))
         swept = f"{min(curve.windows)} to {max(curve.windows)} ({len(curve.windows)}; seeds {seeds})"
         lengths = ["—" if w is None else w for w in (curve.within_point(), curve.within_interval())]
+        if curve.at_chance():
+            lengths = ["— (full attention at chance)", "—"]
         rows.append([curve.title, full, shown(curve.chance), *lengths, swept])
     header = ["task", f"{FULL} (%)", "chance (%)", f"within {POINT:g} point", "within the 95% interval",
               "windows swept"]  # fmt: skip
