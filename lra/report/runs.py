@@ -127,9 +127,8 @@ def protocol_label(protocol: dict | None, preset: str | None = None) -> str:
 
 
 GENERATED = "generated data"  # the mark of a row whose data came from a built-in generator
-STAND_IN = (
-    STAND_IN_SOURCE  # and of one whose data were random tokens (debug=fdr's stand-in for a missing set)
-)
+# and of one whose data were random tokens (debug=fdr's stand-in for a missing set)
+STAND_IN = STAND_IN_SOURCE
 # summary.json's data source -> the marks of its row
 SOURCE_MARKS = {"generator": [GENERATED], STAND_IN_SOURCE: [GENERATED, STAND_IN]}
 SPT = "SPT"  # the mark of a self-pretrained row
