@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attention_zoo
-from lra.results.plotting import ATTENTION_COLORS, agg_pyplot, attention_color, save_figure, text_problems
+from lra.report.panels import variant_styles
+from lra.report.runs import Run
+from lra.results.plotting import (
+    ATTENTION_COLORS,
+    agg_pyplot,
+    attention_color,
+    natural_key,
+    save_figure,
+    text_problems,
+)
 
 
 def test_every_registered_attention_has_its_own_colour_in_every_variant():
@@ -70,3 +81,20 @@ def test_a_label_nearer_another_marker_than_its_own_is_found_unless_a_leader_lin
     ax.annotate("own at 1", (1.0, 0.0), xytext=(1.0, 0.02), ha="center", va="bottom")  # above its marker
     assert text_problems(fig) == []
     plt.close(fig)
+
+
+def test_labels_sort_with_their_numbers_as_numbers():
+    labels = ["window (window=128)", "window (window=16)", "window (window=8)", "standard (lr=0.001)",
+              "standard (lr=1e-05)"]  # fmt: skip
+    assert sorted(labels, key=natural_key) == [
+        "standard (lr=1e-05)", "standard (lr=0.001)",
+        "window (window=8)", "window (window=16)", "window (window=128)",
+    ]  # fmt: skip
+
+
+def test_no_two_labels_of_a_figure_share_a_colour_and_marker():
+    labels = [f"window (window={w}, position={p})" for w in (8, 16, 32, 64, 128, 256) for p in ("a", "r")]
+    runs = [Run(Path("x"), "listops", "v", 0, "completed", "", {}, "", "", "", attention="window", label=name)
+            for name in labels]  # fmt: skip
+    styles = variant_styles(runs)
+    assert len({(style.color, style.marker) for style in styles.values()}) == len(runs) == 12

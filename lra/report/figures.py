@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lra.report.curves import Curve, seed_band
 from lra.report.panels import TITLE_SIZE, group_runs, legend_below_panels, panel_grid, titles, variant_styles
 from lra.report.runs import TOTAL_TIME, Run, metric_cells
-from lra.results.plotting import log_axis
+from lra.results.plotting import log_axis, natural_key
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -113,7 +113,7 @@ def validation_curves(curves: Sequence[Curve]) -> Figure:
             if id(curve.run) in ids:
                 by_label[curve.run.label].append(curve)
         divisor, unit = time_unit(max(max(curve.seconds) for group in by_label.values() for curve in group))
-        for label in sorted(by_label):
+        for label in sorted(by_label, key=natural_key):
             group, style = by_label[label], styles[label]
             band = seed_band(group)
             flagged = sum(curve.run.at_chance() for curve in group)

@@ -27,7 +27,14 @@ from lra.config.naming import short_keys
 from lra.provenance import markdown_table
 from lra.report.configurations import named_keys, panel_of, usual_values, value_of
 from lra.report.runs import CHANCE_MARGIN, Cell, Run
-from lra.results.plotting import agg_pyplot, attention_color, legend_below, legend_entries, log_axis_at
+from lra.results.plotting import (
+    agg_pyplot,
+    attention_color,
+    legend_below,
+    legend_entries,
+    log_axis_at,
+    natural_key,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -116,7 +123,7 @@ def locality_curves(completed: Sequence[Run]) -> list[LocalityCurve]:
     groups = {key: runs for key, runs in groups.items() if any(run.attention == WINDOW for run in runs)}
     titles = curve_titles(groups)
     curves = []
-    for key in sorted(groups, key=lambda key: titles[key]):
+    for key in sorted(groups, key=lambda key: natural_key(titles[key])):
         runs = groups[key]
         by_window: dict[int, list[Run]] = defaultdict(list)
         for run in runs:

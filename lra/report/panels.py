@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lra.report.runs import Run
-from lra.results.plotting import agg_pyplot, attention_color, legend_below, legend_entries
+from lra.results.plotting import (
+    agg_pyplot,
+    attention_color,
+    darker,
+    legend_below,
+    legend_entries,
+    natural_key,
+)
 from lra.results.published_numbers import TASKS
 
 if TYPE_CHECKING:
@@ -98,7 +105,9 @@ def legend_below_panels(
     artists, or ``handles``: label -> artist), the figure made taller by the legend's height so that
     the panels keep their size."""
     entries = legend_entries(axes) if handles is None else handles
-    legend = legend_below(fig, dict(sorted(entries.items())), MAX_COLUMNS)
+    legend = legend_below(
+        fig, dict(sorted(entries.items(), key=lambda item: natural_key(item[0]))), MAX_COLUMNS
+    )
     renderer = fig.canvas.get_renderer()
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.1)
     return legend
@@ -116,15 +125,25 @@ class Style:
 def variant_styles(runs: Iterable[Run]) -> dict[str, Style]:
     """``Run.label`` -> its ``Style``: markers in order of the labels of one attention (from scratch,
     then self-pretrained); line styles by the rank of the SPT label (solid from scratch)."""
-    labels = sorted({(run.attention, run.spt or "", run.label) for run in runs})
+    labels = sorted(
+        {(run.attention, run.spt or "", run.label) for run in runs}, key=lambda k: natural_key(" ".join(k))
+    )
     spt_labels = sorted({spt for _, spt, _ in labels if spt})
     styles, counts = {}, {}
     for attention, spt, label in labels:
         rank = counts[(attention, bool(spt))] = counts.get((attention, bool(spt)), -1) + 1
         markers = SPT_MARKERS if spt else SCRATCH_MARKERS
         line = LINE_STYLES[(1 + spt_labels.index(spt) if spt else 0) % len(LINE_STYLES)]
-        styles[label] = Style(attention_color(attention), markers[rank % len(markers)], line)
+        styles[label] = Style(*marker_of(attention, rank, markers), line)
     return styles
+
+
+def marker_of(attention: str, rank: int, markers: Sequence[str] = SCRATCH_MARKERS) -> tuple[str, str]:
+    """(colour, marker) of an attention's ``rank``-th label: its colour and the next marker; once the
+    markers are used up, each round in a darker shade of the colour, so that no two labels of a figure
+    look alike."""
+    shade = rank // len(markers)
+    return darker(attention_color(attention), 0.35 * shade), markers[rank % len(markers)]
 
 
 def fit_axis(ax: Axes, which: str, values: Sequence[float], low: float | None = 0.0,

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import attention_zoo
 from lra.report.configurations import label_configurations
-from lra.report.panels import SCRATCH_MARKERS, TITLE_SIZE, legend_below_panels, panel_grid
+from lra.report.panels import TITLE_SIZE, legend_below_panels, marker_of, panel_grid
 from lra.report.paper_layouts import FigureSpec
 from lra.report.recall_picks import Pick, picks, tuning_axes
 from lra.report.runs import Run
-from lra.results.plotting import attention_color, log_axis
+from lra.results.plotting import log_axis, natural_key
 from lra.results.summary_json import STATE_SIZE
 
 if TYPE_CHECKING:
@@ -112,8 +112,8 @@ def mqar_picks(runs: Sequence[Run]) -> list[tuple[Pick, str]]:
     docstring), sorted by setting, cell, label and state size."""
     chosen = [pick for pick in picks(runs) if pick.run.task == "mqar" and pick.run.value(STATE_SIZE)]
     named = labels(chosen, lambda run: (*state_axis(run), *MQAR_CELL))
-    return sorted(((pick, named[id(pick)]) for pick in chosen), key=lambda item: (*panel(item[0]), item[1],
-                  item[0].run.value(STATE_SIZE)))  # fmt: skip
+    return sorted(((pick, named[id(pick)]) for pick in chosen), key=lambda item: (*panel(item[0]),
+                  natural_key(item[1]), item[0].run.value(STATE_SIZE)))  # fmt: skip
 
 
 def panel(pick: Pick) -> tuple[bool, int, int]:
@@ -137,9 +137,9 @@ def line_styles(labelled: Sequence[tuple[Pick, str]]) -> dict[str, tuple[str, st
         if label not in by_attention[pick.run.attention]:
             by_attention[pick.run.attention].append(label)
     return {
-        label: (attention_color(attention), SCRATCH_MARKERS[rank % len(SCRATCH_MARKERS)])
+        label: marker_of(attention, rank)
         for attention, names in by_attention.items()
-        for rank, label in enumerate(sorted(names))
+        for rank, label in enumerate(sorted(names, key=natural_key))
     }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from lra.one_line import one_line
 from lra.provenance import markdown_table
 from lra.report.runs import GENERATED, TOTAL_TIME, Cell, Run, metric_cells
+from lra.results.plotting import natural_key
 from lra.results.published_costs import RUN_COST, RUN_COST_PAPER
 from lra.results.published_numbers import (
     SKYFORMER_ACCURACY,
@@ -43,7 +44,7 @@ def accuracy_table(runs: Sequence[Run], metric: str = "test/acc") -> str:
     rows = [
         [variant, *(shown[variant].get(t, "—") for t in TASKS),
          "none: not the LRA data" if GENERATED in variant else average_column(cells[variant])]
-        for variant in sorted(cells)
+        for variant in sorted(cells, key=natural_key)
     ]  # fmt: skip
     return markdown_table(["attention", *TASKS, "average"], rows)
 
@@ -79,7 +80,7 @@ def parameter_table(runs: Sequence[Run]) -> str:
     references, latest = size_references(runs), {}
     for run in sorted(runs, key=lambda r: r.finished):
         latest[(run.variant, run.task)] = run
-    variants = sorted({variant for variant, _ in latest})
+    variants = sorted({variant for variant, _ in latest}, key=natural_key)
     rows = [[v, *(size_cell(latest[(v, t)], references) if (v, t) in latest else "—" for t in TASKS)]
             for v in variants]  # fmt: skip
     return markdown_table(["attention", *TASKS], rows)

@@ -9,6 +9,7 @@ each plot from synthetic data and assert ``text_problems(fig) == []``.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,12 @@ SAVED_FORMATS = (".png", ".svg")
 MIN_PANEL_PX = 60  # a panel narrower or lower than this was squeezed by the layout
 
 
+def natural_key(text: str) -> tuple:
+    """Sorts labels with their numbers as numbers: ``window (window=8)`` before ``window (window=16)``."""
+    return tuple((0, float(part), "") if part[:1].isdigit() else (1, 0.0, part)
+                 for part in re.split(r"(\d+(?:\.\d+)?(?:e-?\d+)?)", text) if part)  # fmt: skip
+
+
 def attention_name(label: str) -> str:
     """``nystrom`` of a row label such as ``nystrom (num_landmarks=32)``."""
     return label.split(" (")[0].strip()
@@ -62,6 +69,13 @@ def attention_color(label: str) -> str:
         return ATTENTION_COLORS[name]
     digest = int(hashlib.sha256(name.encode()).hexdigest(), 16)
     return EXTRA_COLORS[digest % len(EXTRA_COLORS)]
+
+
+def darker(color: str, amount: float) -> str:
+    """``color`` (hex) mixed with black by ``amount`` (0: itself; at most 0.7, so it stays a colour)."""
+    amount = min(amount, 0.7)
+    channels = [int(color[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(channel * (1 - amount)):02x}" for channel in channels)
 
 
 def agg_pyplot() -> ModuleType:
