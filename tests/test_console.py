@@ -18,6 +18,8 @@ from lra.job.console import QuietNotes
 from lra.job.job_state import JobState
 from lra.job.loggers import RunIdentity, build_wandb
 from lra.job.progress_bar import PRETRAINING, StageProgressBar
+from lra.job.resolve import job_records
+from lra.job.train import build_trainer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -138,3 +140,11 @@ def test_ctrl_c_prints_the_step_and_the_best_validation(data_root, tmp_path):
     assert "was raised with message" not in result.stdout + result.stderr
     row = next(line.split() for line in result.stdout.splitlines() if line.startswith("listops "))
     assert row[4] == "interrupted" and row[5].endswith("%")  # the best validation so far, not "-"
+
+
+@pytest.mark.parametrize(("pretrained", "title"), [(False, "Training"), (True, "Fine-tuning")])
+def test_a_run_without_pretraining_trains_under_its_own_title(tmp_path, pretrained, title):
+    records = job_records(compose_config(["experiment=demo"]))
+    parts = build_trainer(records.trainer, tmp_path, [], pretrained)
+    [bar] = [callback for callback in parts.trainer.callbacks if isinstance(callback, StageProgressBar)]
+    assert bar.title == title

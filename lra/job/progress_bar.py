@@ -1,5 +1,6 @@
 """The training progress bar of one stage, titled by the stage: ``Pretraining (epoch 0)``, then
-``Fine-tuning (epoch 0)``, so that the console shows where self-pretraining ends."""
+``Fine-tuning (epoch 0)``, so that the console shows where self-pretraining ends; ``Training (epoch 0)``
+for a run without pretraining."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from lightning.pytorch.callbacks import TQDMProgressBar
 
 PRETRAINING = "Pretraining"
 FINE_TUNING = "Fine-tuning"
+TRAINING = "Training"
 
 
 class StageProgressBar(TQDMProgressBar):

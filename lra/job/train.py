@@ -30,6 +30,7 @@ from lra.job.job_state import JobState, TrainerParts
 from lra.job.loggers import ResumePoint, RunIdentity, build_loggers, finish_loggers
 from lra.job.memory import keep_freed_heap
 from lra.job.pretrain_stage import prepare_encoder
+from lra.job.progress_bar import FINE_TUNING, TRAINING
 from lra.job.rank_plan import outlive_process_zero, shared_plan
 from lra.job.resolve import job_records, summary_record
 from lra.job.resume import (
@@ -95,10 +96,12 @@ def build_datamodule(record: DataRecord) -> LRADataModule:
     return datamodule_of(record)
 
 
-def build_trainer(record: TrainerRecord, output_dir: Path, loggers: list[Logger]) -> TrainerParts:
-    """The fine-tuning trainer of ``lra.job.trainers.stage_trainer``: it keeps the checkpoint of the best
-    ``val/acc`` within the selection window, its full state in ``checkpoints/last.ckpt``, and measures
-    the ``perf/*`` metrics."""
+def build_trainer(
+    record: TrainerRecord, output_dir: Path, loggers: list[Logger], pretrained: bool = False
+) -> TrainerParts:
+    """The trainer of ``lra.job.trainers.stage_trainer`` for the task (fine-tuning, when ``pretrained``):
+    it keeps the checkpoint of the best ``val/acc`` within the selection window, its full state in
+    ``checkpoints/last.ckpt``, and measures the ``perf/*`` metrics."""
     return stage_trainer(
         record,
         output_dir,
@@ -106,6 +109,7 @@ def build_trainer(record: TrainerRecord, output_dir: Path, loggers: list[Logger]
         best=best_checkpoint(output_dir, "best", "val/acc", BestCheckpointInWindow),
         last_name=LAST_CHECKPOINT,
         efficiency=EfficiencyMonitor(),
+        title=FINE_TUNING if pretrained else TRAINING,
     )
 
 
@@ -161,7 +165,7 @@ def train_and_test(records: JobRecords, plan: RunPlan, state: JobState) -> None:
     prepare_encoder(records.pretrain, module.model.encoder, plan, state.loggers, state)
     if run.masked:  # fine-tuning draws the same however (and whether in this job) it was pretrained
         L.seed_everything(run.seed, workers=True, verbose=False)
-    parts = state.parts = build_trainer(records.trainer, plan.directory, state.loggers)
+    parts = state.parts = build_trainer(records.trainer, plan.directory, state.loggers, run.masked)
     if records.model.state_size is not None:  # logged and kept with the efficiency monitor's model/*
         parts.efficiency.metrics[STATE_SIZE] = records.model.state_size
     finetuned_from = None if is_pretraining_checkpoint(plan.checkpoint) else plan.checkpoint

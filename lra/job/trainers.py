@@ -27,7 +27,7 @@ from lra.job.callbacks import EfficiencyMonitor, ValidateAtLastStep
 from lra.job.checkpoint_files import VerifiedCheckpointIO
 from lra.job.job_state import TrainerParts
 from lra.job.preemption import lightning_plugins
-from lra.job.progress_bar import FINE_TUNING, StageProgressBar
+from lra.job.progress_bar import StageProgressBar
 from lra.job.resume import CHECKPOINT_DIR
 from lra.job.training_state import TrainingOrderState
 
@@ -64,7 +64,7 @@ def stage_trainer(
     best: ModelCheckpoint,
     last_name: str,
     efficiency: EfficiencyMonitor,
-    title: str = FINE_TUNING,
+    title: str,
 ) -> TrainerParts:
     """The trainer of one stage of ``record.max_steps`` steps (module docstring); ``best`` keeps its best
     checkpoint, ``checkpoints/<last_name>.ckpt`` its full state; ``title`` heads its progress bar."""
