@@ -40,10 +40,12 @@ def composition_line(overrides: list[str]) -> str:
         ("atention=nystrom", "atention is not a config key; did you mean attention?"),
         ("seeds=3", "did you mean seed?"),
         ("trainer.speed=3", "trainer.speed is not a config key; the keys of trainer: accelerator, "),
+        ("task=mqar task.num_kv_pairs=4",
+         "task.num_kv_pairs is not a config key; did you mean task.generator.num_kv_pairs?"),
     ],
-)
+)  # fmt: skip
 def test_a_typo_is_one_line_with_the_nearest_names(override, expected):
-    line = composition_line([override])
+    line = composition_line(override.split())
     assert expected in line
     assert "search path" not in line and "+" not in line  # no noise, never "+key" for a misspelt key
 

@@ -64,18 +64,27 @@ def option_line(error: MissingConfigException) -> str:
 
 
 def key_line(error: ConfigKeyError | ConfigAttributeError) -> str:
-    """``trainer.max_step is not a config key; did you mean trainer.max_steps?``, or the valid keys of
-    its node when none is near."""
+    """``trainer.max_step is not a config key; did you mean trainer.max_steps?`` (or a key of that name
+    one node deeper: ``task.num_kv_pairs`` -> ``task.generator.num_kv_pairs``), or the valid keys of its
+    node when none is near."""
     parent, key, full_key = error.parent_node, str(error.key), str(error.full_key)
     prefix = full_key[: len(full_key) - len(key)]  # "trainer." for trainer.max_step
     keys = [str(name) for name in parent.keys()] if isinstance(parent, DictConfig) else []
     if not prefix:
         keys += [group for group in config_groups() if group not in keys]
-    near = nearest(key, keys)
+    near = nearest(key, keys) or deeper(parent, key)
     if near:
         return f"{full_key} is not a config key; did you mean {' or '.join(prefix + name for name in near)}?"
     where = prefix.rstrip(".") or "the config"
     return f"{full_key} is not a config key; the keys of {where}: {', '.join(sorted(keys))}"
+
+
+def deeper(parent: object, key: str) -> list[str]:
+    """``generator.num_kv_pairs``: the keys named ``key`` in the nodes directly below ``parent``."""
+    if not isinstance(parent, DictConfig):
+        return []
+    nodes = {str(name): parent._get_node(name) for name in parent.keys()}
+    return [f"{name}.{key}" for name, node in nodes.items() if isinstance(node, DictConfig) and key in node]
 
 
 def folder_line(error: OSError, sweep: bool) -> str:
