@@ -63,3 +63,6 @@ def test_report_help_is_plain_text_with_examples_that_parse(tmp_path, monkeypatc
         argv = shlex.split(example)
         assert argv[:3] == ["python", "-m", "lra.report"]
         report_cli.parse(argv[3:])
+    prose = " ".join(text.split())
+    for section in ("locality length", "MQAR table", "MAD's scores", "recall-against-state"):
+        assert section in prose

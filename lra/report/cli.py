@@ -42,7 +42,10 @@ REPORT_FILE = "lra_table.md"
 DESCRIPTION = f"""\
 The tables and figures of your finished runs, beside the published numbers of the LRA, Nystromformer
 and Skyformer papers. Reads every summary.json under --runs and writes {REPORT_FILE} with its figures
-(PNG and SVG) into --out. With --progress it prints how far the sweeps are instead."""
+(PNG and SVG) into --out. With window runs (experiment=locality) it adds accuracy against window and
+each task's locality length; with recall runs (task=mqar, experiment=zoology, mad, diagnostics_cpu)
+Zoology's recall-against-state figure, the MQAR table with each configuration's best rate, and MAD's
+scores. With --progress it prints how far the sweeps are instead."""
 EPILOG = """\
 examples:
   python -m lra.report --runs multirun --final     the report of every sweep, final weights included
