@@ -233,3 +233,12 @@ def test_the_ssm_rows_sit_beside_the_runs_marked_as_other_models(tmp_path: Path)
     assert "another model, another size" in s4 and "| 96.35 |" in s4 and s4.rstrip(" |").endswith("86.09")
     assert sum("another model, another size" in line for line in rows.values()) == 4
     assert "| — |" in rows["standard"]  # no Path-X runs: no six-task average
+
+
+def test_the_papers_tables_are_left_out_with_one_line_when_every_run_is_on_generated_data(tmp_path: Path):
+    out = tmp_path / "report"
+    assert main(["--runs", str(write_crowded(tmp_path / "runs", 4)), "--out", str(out)]) == 0
+    text = (out / "lra_table.md").read_text()
+    skyformer = text.split("## Skyformer")[1].split("\n## ")[0]
+    assert "every run here trained on generated data" in skyformer and "—" not in skyformer
+    assert (out / "lra_figure3_per_task.png").is_file()  # the papers' figures stay
