@@ -186,3 +186,13 @@ def test_compare_takes_a_label_as_the_table_prints_it_and_ignored_keys_name_noth
     ]
     (line,) = compare_lines(runs, f"nystrom (num_landmarks=16, {MARKS})", f"standard ({MARKS})")
     assert line.endswith("over 2 seeds")
+
+
+def test_a_label_never_prints_an_unresolved_interpolation(tmp_path: Path):
+    composed = {"attention": {"name": "standard", "attention_dropout": "${protocol.attention_dropout}"},
+                "protocol": {"attention_dropout": 0.1}, "model": {"dim": "${lra.nowhere:64}"}}  # fmt: skip
+    write_summary(
+        tmp_path, "listops", "standard", 0, None, status="failed", error="ValueError: x", config=composed
+    )
+    [run] = find_runs([tmp_path])
+    assert run.variant == "standard (attention_dropout=0.1)" and "${" not in repr(run.settings)

@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 from lra.config.naming import IGNORED_KEYS, run_name, varied_options
 from lra.results.summary_json import RUN_FILE, SUMMARY_FILE
 
@@ -42,6 +45,30 @@ def comparable(config: dict[str, Any]) -> dict[str, Any]:
     for key in IGNORED_KEYS:
         config = without_key(config, key)
     return config
+
+
+def resolved(config: dict[str, Any]) -> dict[str, Any]:
+    """A recorded config with its interpolations resolved (a run that failed its checks records its
+    config as composed); a value that cannot resolve here is left out, so that no reader shows a
+    ``${...}``."""
+    return resolved_node(OmegaConf.create(config))
+
+
+def resolved_node(node: DictConfig) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key in node:
+        child = node._get_node(key)
+        try:
+            found[key] = (
+                resolved_node(child)
+                if isinstance(child, DictConfig)
+                else OmegaConf.to_container(child, resolve=True)
+                if isinstance(child, ListConfig)
+                else node[key]
+            )
+        except (OmegaConfBaseException, ValueError, KeyError, TypeError):  # not resolvable here: left out
+            continue
+    return found
 
 
 def leaves(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

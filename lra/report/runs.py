@@ -20,7 +20,7 @@ from pathlib import Path
 
 import attention_zoo
 from data_prep.small_sets import STAND_IN_SOURCE
-from lra.job.run_identity import comparable, configuration_fingerprint, leaves
+from lra.job.run_identity import comparable, configuration_fingerprint, leaves, resolved
 from lra.report.intervals import interval
 from lra.results.summary_json import SUMMARY_FILE
 
@@ -192,7 +192,7 @@ def load_run(path: Path) -> Run:
         if schema not in SCHEMAS:
             raise ValueError(f"summary.json schema {schema!r} is not one this report reads ({SCHEMAS})")
         majority = (summary.get("data") or {}).get("majority_share") or {}
-        config = summary.get("config") or {}
+        config = resolved(summary.get("config") or {})
         attention, data, pretrain = str(summary["attention"]), summary.get("data"), summary.get("pretrain")
         spt = spt_label(pretrain, config)
         return Run(
