@@ -113,3 +113,12 @@ def test_a_trainer_key_added_with_plus_must_be_a_trainer_argument():
         str(raised.value)
         == "trainer.max_step is not an argument of Lightning's Trainer; did you mean trainer.max_steps?"
     )
+
+
+def test_a_sweep_asked_for_its_config_is_one_line(tmp_path):
+    result = python_m_lra(["-m", "task=listops", "--cfg", "job"], tmp_path, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "lra: Only one of --run, --multirun, --cfg, --info and --shell_completion can be specified: --cfg "
+        "shows one job's config, so leave out -m (python -m lra ... --cfg job)"
+    ]

@@ -184,6 +184,17 @@ def test_bad_config_fails_before_training(data_root, tmp_path, override, message
     assert not (tmp_path / "checkpoints").exists()
 
 
+def test_a_set_of_another_length_names_the_command_that_prepares_it_at_the_tasks(data_root, tmp_path):
+    root = tmp_path / "data"
+    shutil.copytree(data_root / "listops", root / "listops")
+    meta = json.loads((root / "listops" / "meta.json").read_text())
+    meta["command"] = f"python -m data_prep listops --root {root} --seq-len 32"
+    (root / "listops" / "meta.json").write_text(json.dumps(meta))
+    summary = run_job(root, tmp_path / "out", "listops", "standard", "task.seq_len=64")
+    again = f"or prepare the set again: python -m data_prep listops --root {root} --seq-len 64"
+    assert again in summary["error"]
+
+
 def test_missing_download_names_the_prepare_command(tmp_path):
     # a run outside debug=fdr (which would train on a stand-in instead: tests/test_data_small_sets.py)
     summary = run_job(tmp_path / "empty", tmp_path / "out", "text", "standard", "debug_data_size=null")

@@ -38,6 +38,7 @@ from lra.config.errors import OutputFolderError
 SWEEP_FLAGS = ("-m", "--multirun")
 MISSING_KEY = (ConfigKeyError, ConfigAttributeError)  # what omegaconf raises for a key not in struct
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+ONE_MODE = "Only one of --run, --multirun, --cfg"  # Hydra's refusal of -m with --cfg
 
 
 def nearest(word: str, candidates: Sequence[str]) -> list[str]:
@@ -104,6 +105,8 @@ def error_line(error: Exception, argv: Sequence[str]) -> str | None:
         return key_line(cause)
     if isinstance(error, OverrideParseException):
         return f"cannot parse {error.override!r}: {str(error).splitlines()[0]} (the syntax: {GRAMMAR})"
+    if isinstance(error, ValueError) and str(error).startswith(ONE_MODE):
+        return f"{error}: --cfg shows one job's config, so leave out -m (python -m lra ... --cfg job)"
     if isinstance(error, OSError) and error.filename is not None:
         return folder_line(error, any(flag in argv for flag in SWEEP_FLAGS))
     if isinstance(error, HydraException | OmegaConfBaseException):  # another of Hydra's: its first line

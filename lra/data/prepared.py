@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,9 +215,13 @@ class LRADataModule(L.LightningDataModule):
         for key, expected in self.expected.items():
             found = prepared.meta[key]
             if found != expected:
+                again = "prepare the set again"
+                command = prepared.meta.get("command")
+                if key == "seq_len" and command:  # the command that made it, at the task's length
+                    again += ": " + re.sub(r" --seq-len \S+", "", command) + f" --seq-len {expected}"
                 raise ConfigError(
                     f"task.{key}={expected} but the prepared set {prepared.name!r} has {key}={found} "
-                    f"({where}); set task.{key}={found} or prepare the set again"
+                    f"({where}); set task.{key}={found} or {again}"
                 )
         if prepared.dual != self.dual:
             raise ConfigError(
