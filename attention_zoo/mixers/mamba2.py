@@ -92,8 +92,7 @@ class SSDDirection(nn.Module):
     ) -> torch.Tensor:
         """The SSD recurrence without the D skip, one group: x (B, L, H, P), B and C (B, L, N), delta
         (B, L, H), all zero at padding -> y (B, L, H, P)."""
-        shared = (-1, -1, self.heads, -1)  # one group: every head reads the same B and C
-        q, k = C[:, :, None].expand(shared), B[:, :, None].expand(shared)  # (B, L, H, N)
+        q, k = C[:, :, None], B[:, :, None]  # (B, L, 1, N): one group, every head reads the same B and C
         decay = -torch.exp(self.A_log.float()) * delta  # Δ_t A_h: (B, L, H)
         v = x * delta[..., None]  # Δ_t x_t: (B, L, H, P)
         return gated_linear_attention(
