@@ -22,6 +22,7 @@ VARIANTS = [
     ("gla", {"chunk_size": 5, "heads": 2}),
     ("retnet", {"bidirectional": False, "chunk_size": 16}),
     ("retnet", {"chunk_size": 7}),
+    ("retnet", {"key_dim": 8}),  # heads of one key dimension: no pair to turn
     ("based", {"bidirectional": False, "chunk_size": 16}),
     ("based", {"bidirectional": False, "feature_dim": 4, "heads": 2, "chunk_size": 7}),
     ("mamba2", {"bidirectional": False, "headdim": 8, "chunk_size": 16}),

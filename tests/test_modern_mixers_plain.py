@@ -57,8 +57,8 @@ def gla_plain(mixer, x: torch.Tensor) -> torch.Tensor:
 
 def retnet_plain(mixer, x: torch.Tensor) -> torch.Tensor:
     q, k = (heads(x @ p.weight.T, mixer.head_k) for p in (mixer.q_proj, mixer.k_proj))
-    positions = torch.arange(len(x))
-    q, k = (rotate(t.transpose(0, 1)[None], positions, mixer.head_k)[0].transpose(0, 1) for t in (q, k))
+    positions, pairs = torch.arange(len(x)), mixer.head_k // 2  # an odd width's last dimension unturned
+    q, k = (rotate(t.transpose(0, 1)[None], positions, 2 * pairs)[0].transpose(0, 1) for t in (q, k))
     gamma = torch.tensor([1 - 2.0 ** (-5 - h) for h in range(q.shape[1])])  # RetNet §2.2
     return gated_heads_output(mixer, x, q, k, torch.log(gamma).expand(len(x), -1))
 
@@ -107,6 +107,7 @@ CASES = [
     ("gla", {"bidirectional": False, "chunk_size": 8}),
     ("retnet", {"heads": 4}),
     ("retnet", {"bidirectional": False, "chunk_size": 16}),
+    ("retnet", {"key_dim": 24}),  # heads of 3 key dimensions: one pair turned
     ("based", {"heads": 2, "feature_dim": 4}),
     ("based", {"bidirectional": False, "chunk_size": 16}),
     ("mamba2", {"headdim": 8, "d_state": 6}),

@@ -6,7 +6,8 @@ attention.
 The layer, at fla's defaults (l. 71-90): q and k of ``key_dim`` (fla: ``expand_k·dim``, 1·dim), v and
 the output gate of ``expand_v·dim`` (2·dim), in ``heads`` heads (fla's ``num_heads``, 8); q and k of
 each head turned by rotary positions over the whole head (fla's ``RotaryEmbedding(dim=head_k_dim)``,
-l. 173, 246: base 10000, halves paired, as ``attention_zoo.parts.rotary``); a fixed decay per head,
+l. 173, 246: base 10000, halves paired, as ``attention_zoo.parts.rotary``; an odd head key width
+leaves its last dimension unturned); a fixed decay per head,
 γ_h = 1 − 2^(−5−h) for head h = 0 … H−1 (``fla/ops/retention/chunk.py:68``, the paper's §2.2); the
 recurrence S_t = γ_h S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width)
 (``attention_zoo.parts.gated_chunks``, the scalar decay); each head's output RMS-normalised, times
@@ -72,16 +73,13 @@ class MultiScaleRetention(GatedHeads):
     ) -> None:
         shape = (dim, key_dim, expand_v, heads, norm_eps, bidirectional)
         super().__init__(*shape, kernel, chunk_size, causal)
-        if self.head_k % 2:
-            raise ValueError(
-                f"attention 'retnet': rotary positions turn pairs, so key_dim / heads must be even, "
-                f"got {self.head_k * heads} / {heads}"
-            )
+        self.rotated = 2 * (self.head_k // 2)  # rotary positions turn pairs of dimensions
         self.register_buffer("log_decays", retention_decays(heads), persistent=False)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         q, k = self.queries_and_keys(x)  # (B, L, H, K) each
         positions = torch.arange(x.shape[1], device=x.device)
-        q, k = (rotate(t.transpose(1, 2), positions, self.head_k).transpose(1, 2) for t in (q, k))
+        if self.rotated:
+            q, k = (rotate(t.transpose(1, 2), positions, self.rotated).transpose(1, 2) for t in (q, k))
         decays = self.log_decays.expand(*x.shape[:2], -1)  # (B, L, H)
         return self.mix(x, q, k, decays, mask)  # (B, L, dim)
