@@ -134,7 +134,7 @@ def chunked_gated_linear_attention(
         carries = bv[..., -1, :].exp()[..., None]  # exp(b_last): (B, H, N, K or 1, 1)
     added = writes.transpose(-1, -2) @ v  # (B, H, N, K, V)
     if carries is None:
-        entering = added.cumsum(2) - added  # the sum of the chunks before each
+        entering = F.pad(added.cumsum(2), (0, 0, 0, 0, 1, -1))  # the sum of the chunks before each
     else:
         decays = carries.expand_as(added).movedim(2, 0).contiguous()  # (N, B, H, K, V)
         entering = ChunkStates.apply(decays, added.movedim(2, 0).contiguous()).movedim(0, 2)
@@ -155,10 +155,10 @@ def gated_linear_attention(
 ) -> torch.Tensor:
     """o_t = scale · q_tᵀ S_t, S_t = diag(exp(g_t)) S_{t-1} + k_t v_tᵀ: q, k (B, T, H, K) or (B, T, 1, K)
     (one query and key for every head, Mamba-2's one group), v (B, T, H, V), g the log decays (≤ 0):
-    (B, T, H, K) per key dimension, (B, T, H) per head, or None -> (B, T, H, V)
-    in v's dtype. fla's chunk kernel where ``kernel`` says so for the tensors' device (``name``: the
-    mixer, for the refusal's line), else the chunk form in float32, ``chunk`` positions per chunk
-    (None: ``CHUNK`` for the decay's shape)."""
+    (B, T, H, K) per key dimension, (B, T, H) per head, or None -> (B, T, H, V) in v's dtype. fla's
+    chunk kernel where ``kernel`` says so for the tensors' device (``name``: the mixer, for the
+    refusal's line), else the chunk form in float32, ``chunk`` positions per chunk (None:
+    ``default_chunk``)."""
     if runs_fla(name, kernel, q.device):
         return fla_gated_linear_attention(q, k, v, g, scale)
     chunk = chunk or default_chunk(q, v, g)
