@@ -101,8 +101,8 @@ class Based(nn.Module):
 
     def causal_sums(self, q: torch.Tensor, k: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """q_tᵀ Σ_{s ≤ t} k_s values_sᵀ: the chunk form, or fla's kernel (``kernel``)."""
-        attend = gated_linear_attention
-        return attend(q, k, values, None, 1.0, name="based", kernel=self.kernel, chunk=self.chunk_size)
+        options = {"name": "based", "kernel": self.kernel, "chunk": self.chunk_size}
+        return gated_linear_attention(q, k, values, None, 1.0, **options)
 
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
