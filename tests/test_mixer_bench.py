@@ -48,7 +48,10 @@ def test_fidelity_leaves_the_mixers_out_in_one_line():
     measured, left_out = measured_cores({}, head_dim=8, heads=2)
     assert "s4d" not in measured and "mamba" not in measured
     lines = [line for line in left_out if "mixers" in line]
-    assert lines == ["`mamba`, `s4d`: mixers in place of the whole attention, they approximate nothing"]
+    assert lines == [
+        "`based`, `gla`, `mamba`, `mamba2`, `retnet`, `s4d`: mixers in place of the whole attention, "
+        "they approximate nothing"
+    ]
 
 
 def test_train_speed_measures_every_registered_mixer_by_default():
