@@ -21,7 +21,7 @@ import attention_zoo
 from attention_zoo import registry
 
 REPO = Path(__file__).resolve().parents[1]
-PAGE = REPO / "docs" / "attentions.md"
+PAGE = REPO / "docs" / "adding-an-attention.md"
 SECTION = "## Adding an attention core"
 FENCED = re.compile(r"^( *)```(\w+)\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)
 # What a copy of the repository needs to run its tests (the rest: results, docs, data, outputs).
