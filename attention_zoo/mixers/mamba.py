@@ -2,18 +2,19 @@
 ``MambaBlock``, as a mixer in place of multi-head attention.
 
 The block: ``in_proj`` to x and the gate z (``expand·dim`` channels each); per direction a depthwise
-causal convolution of width ``d_conv``, SiLU, the input-dependent step ``Δ = softplus(dt_proj(.))``
-(through ``dt_rank``), B and C from ``x_proj``; a real diagonal ``A = -exp(A_log)`` (S4D-Real init,
-``A = -(1, 2, ..., N)``) and the D skip; the selective scan (``attention_zoo.parts.scan``, chunked, no loop
-over positions); the output gated by ``SiLU(z)``; ``out_proj``. Initialisation as the authors'
-``mamba_simple.py``: ``dt_proj``'s bias is the inverse softplus of a step drawn log-uniformly in
-[dt_min, dt_max]; ``A_log`` and D have no weight decay (their ``_no_weight_decay``, here ``_optim``).
+causal convolution of width ``d_conv`` (``attention_zoo.parts.short_conv``), SiLU, the input-dependent
+step ``Δ = softplus(dt_proj(.))`` (through ``dt_rank``), B and C from ``x_proj``; a real diagonal
+``A = -exp(A_log)`` (S4D-Real init, ``A = -(1, 2, ..., N)``) and the D skip; the selective scan
+(``attention_zoo.parts.scan``, chunked, no loop over positions); the output gated by ``SiLU(z)``;
+``out_proj``. Initialisation as the authors' ``mamba_simple.py``: ``dt_proj``'s bias is the inverse
+softplus of a step drawn log-uniformly in [dt_min, dt_max]; ``A_log`` and D have no weight decay (their
+``_no_weight_decay``, here ``_optim``).
 
-``bidirectional`` (the encoder is not causal): a second convolution and SSM (their own weights) run
-over the reversed sequence; the two outputs, each with its own D skip, are averaged before the gate,
-which with ``in_proj`` and ``out_proj`` both directions share, as Vision Mamba's bidirectional block
-does (Zhu et al. 2024, ``if_devide_out``). Averaging keeps the output at the scale of the
-one-directional block. Padding: padded positions are zeroed before the convolution and get Δ = 0, a
+``bidirectional`` (the encoder is not causal; ``attention_zoo.parts.directions``): a second convolution
+and SSM (their own weights) run over the reversed sequence; the two outputs, each with its own D skip, are
+averaged before the gate, which with ``in_proj`` and ``out_proj`` both directions share, as Vision Mamba's
+bidirectional block does (Zhu et al. 2024, ``if_devide_out``). Averaging keeps the output at the scale of
+the one-directional block. Padding: padded positions are zeroed before the convolution and get Δ = 0, a
 step that leaves the state as it is, so they reach no real position in either direction; the reversed
 sequence then starts with its padding, which passes the zero state on unchanged, and so equals each
 sequence reversed within its own length. Causal: the one-directional block, the authors' own;
@@ -29,7 +30,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.parts.causality import require_for_causal
+from attention_zoo.parts.directions import both_ways
 from attention_zoo.parts.scan import selective_scan
+from attention_zoo.parts.short_conv import ShortConvolution
 from attention_zoo.registry import PositiveFloat, PositiveInt, Probability, register_mixer
 
 
@@ -49,7 +52,7 @@ class SelectiveSSM(nn.Module):
     ) -> None:
         super().__init__()
         self.dt_rank, self.d_state, self.chunk = dt_rank, d_state, chunk
-        self.conv1d = nn.Conv1d(channels, channels, d_conv, groups=channels)  # weights; see causal_conv
+        self.conv1d = ShortConvolution(channels, d_conv)
         self.x_proj = nn.Linear(channels, dt_rank + 2 * d_state, bias=False)
         self.dt_proj = nn.Linear(dt_rank, channels)
         nn.init.uniform_(self.dt_proj.weight, -(dt_rank**-0.5), dt_rank**-0.5)
@@ -63,18 +66,8 @@ class SelectiveSSM(nn.Module):
         for parameter in (self.A_log, self.D):
             parameter._optim = {"weight_decay": 0.0}
 
-    def causal_conv(self, u: torch.Tensor) -> torch.Tensor:
-        """The depthwise causal convolution in the tokens' own layout: u (B, L, E) -> (B, L, E), each
-        position from itself and the ``d_conv - 1`` before it. Seen as a (B, E, 1, L) image stored
-        channels-last, the convolution reads and writes (B, L, E) rows as they lie, where ``conv1d``
-        on (B, E, L) would transpose the input and leave its output transposed for every later op."""
-        width = self.conv1d.kernel_size[0]
-        image = F.pad(u, (0, 0, width - 1, 0)).transpose(1, 2).unsqueeze(2)  # (B, E, 1, L + width - 1)
-        out = F.conv2d(image, self.conv1d.weight.unsqueeze(2), self.conv1d.bias, groups=u.shape[-1])
-        return out.squeeze(2).transpose(1, 2)  # (B, L, E), rows contiguous
-
     def forward(self, u: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        h = F.silu(self.causal_conv(u))  # (B, L, E)
+        h = F.silu(self.conv1d(u))  # (B, L, E)
         dt, B, C = self.x_proj(h).split([self.dt_rank, self.d_state, self.d_state], dim=-1)  # (B, L, R|N|N)
         delta = F.softplus(self.dt_proj(dt).float())  # (B, L, E)
         if mask is not None:
@@ -129,10 +122,5 @@ class Mamba(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         u, z = self.in_proj(x).chunk(2, dim=-1)  # (B, L, E) each
-        if mask is not None:
-            u = u * mask[..., None]  # padded positions enter neither convolution
-        y = self.directions[0](u, mask)  # (B, L, E)
-        if len(self.directions) == 2:
-            flipped = None if mask is None else mask.flip(1)
-            y = (y + self.directions[1](u.flip(1), flipped).flip(1)) / 2  # the reversed sequence's scan
+        y = both_ways(self.directions, [u], mask)  # (B, L, E); padded u enters neither convolution
         return self.dropout(self.out_proj(y.to(z.dtype) * F.silu(z)))  # (B, L, dim)
