@@ -31,6 +31,10 @@ VARIANTS = [
     ("reformer", {"chunk_size": 8, "n_hashes": 3}),
     ("s4d", {"bidirectional": False, "init": "inv", "d_state": 8}),
     ("mamba", {"bidirectional": False, "scan_chunk": 16}),
+    ("gla", {"bidirectional": False, "chunk_size": 8}),
+    ("retnet", {"bidirectional": False, "chunk_size": 7}),
+    ("based", {"bidirectional": False, "chunk_size": 16}),
+    ("mamba2", {"bidirectional": False, "headdim": 8, "chunk_size": 16}),
 ]
 VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in options.items()) for name, options in VARIANTS]
 
@@ -88,6 +92,10 @@ def test_the_entries_with_a_causal_form():
         "reformer",
         "s4d",
         "mamba",
+        "gla",
+        "retnet",
+        "based",
+        "mamba2",
     }
     assert set(NON_CAUSAL) >= {"nystrom", "skyformer", "linformer", "bigbird", "informer"}
 
@@ -225,7 +233,7 @@ def test_reformer_causal_with_one_chunk_attends_to_the_earlier_keys_of_its_bucke
     assert (allowed.sum(-1) < causal_mask(mask).sum(-1)).any()  # the buckets do leave keys out
 
 
-@pytest.mark.parametrize("name", ["s4d", "mamba"])
+@pytest.mark.parametrize("name", ["s4d", "mamba", "gla", "retnet", "based", "mamba2"])
 def test_a_causal_mixer_is_its_one_directional_form(name):
     (x,), mask = make_inputs(name, [80, 33], 80)
     one_way = build(name, 80, causal=False, bidirectional=False)
@@ -249,6 +257,10 @@ def test_an_entry_without_a_causal_form_is_refused_in_one_line(name):
     [
         ("s4d", "bidirectional", True, "bidirectional=false, got true"),
         ("mamba", "bidirectional", True, "bidirectional=false, got true"),
+        ("gla", "bidirectional", True, "bidirectional=false, got true"),
+        ("retnet", "bidirectional", True, "bidirectional=false, got true"),
+        ("based", "bidirectional", True, "bidirectional=false, got true"),
+        ("mamba2", "bidirectional", True, "bidirectional=false, got true"),
         ("longformer", "global_tokens", 2, "global_tokens=0, got 2"),
         ("performer", "feature_epsilon", 1e-4, "feature_epsilon=0.0, got 0.0001"),
     ],

@@ -10,8 +10,8 @@ import attention_zoo
 from attention_zoo.registry import _REGISTRY, register_attention
 
 BUILT_IN = [
-    "bigbird", "informer", "kernelized", "linformer", "longformer", "mamba",
-    "nystrom", "performer", "reformer", "s4d", "skyformer", "standard",
+    "based", "bigbird", "gla", "informer", "kernelized", "linformer", "longformer", "mamba", "mamba2",
+    "nystrom", "performer", "reformer", "retnet", "s4d", "skyformer", "standard",
 ]  # fmt: skip
 
 # (name, options, seq_len, dim, num_heads, figure worked out by hand from the class's docstring)
@@ -38,6 +38,14 @@ BY_HAND = [
     ("s4d", {"d_state": 8, "bidirectional": False}, 4096, 32, 2, 256),
     ("mamba", {}, 1024, 64, 2, 16 * 2 * 64 * 2),  # d_state · expand·dim · directions
     ("mamba", {"d_state": 4, "expand": 3, "bidirectional": False}, 64, 16, 2, 192),
+    ("gla", {}, 1024, 64, 2, 32 * 16 * 2),  # key_dim (dim / 2) · head value width (dim / 4) · directions
+    ("gla", {"key_dim": 16, "heads": 2, "bidirectional": False}, 64, 64, 4, 16 * 32),
+    ("retnet", {}, 1024, 64, 2, 64 * 16 * 2),  # key_dim (dim) · head value width (2·dim / 8) · directions
+    ("retnet", {"key_dim": 32, "expand_v": 1.0, "heads": 4}, 64, 64, 2, 32 * 16 * 2),
+    ("based", {}, 1024, 64, 2, (64 + 1) * (1 + 16 + 136)),  # (dim + heads) · Taylor features of 16
+    ("based", {"feature_dim": 4, "heads": 2}, 64, 32, 4, (32 + 2) * (1 + 4 + 10)),
+    ("mamba2", {}, 1024, 64, 2, 128 * 2 * 64 * 2),  # d_state · expand·dim · directions
+    ("mamba2", {"d_state": 16, "bidirectional": False}, 64, 64, 2, 16 * 2 * 64),
 ]
 
 
@@ -61,6 +69,10 @@ def test_each_figure_equals_its_hand_computation(name, options, seq_len, dim, nu
         ("longformer", {"window": 9}, 2 * 5 * 64),
         ("s4d", {"bidirectional": False}, 64 * 64),
         ("mamba", {"bidirectional": False}, 16 * 2 * 64),
+        ("gla", {"bidirectional": False}, 32 * 16),
+        ("retnet", {"bidirectional": False}, 64 * 16),
+        ("based", {"bidirectional": False}, 65 * 153),
+        ("mamba2", {"bidirectional": False}, 128 * 2 * 64),
     ],
 )
 def test_the_causal_figures(name, options, figure):

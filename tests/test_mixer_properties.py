@@ -18,6 +18,14 @@ VARIANTS = [
     ("s4d", {"init": "inv", "d_state": 8}),
     ("mamba", {"bidirectional": False, "scan_chunk": 16}),
     ("mamba", {"scan_chunk": 7}),
+    ("gla", {"bidirectional": False, "chunk_size": 8}),
+    ("gla", {"chunk_size": 5, "heads": 2}),
+    ("retnet", {"bidirectional": False, "chunk_size": 16}),
+    ("retnet", {"chunk_size": 7}),
+    ("based", {"bidirectional": False, "chunk_size": 16}),
+    ("based", {"bidirectional": False, "feature_dim": 4, "heads": 2, "chunk_size": 7}),
+    ("mamba2", {"bidirectional": False, "headdim": 8, "chunk_size": 16}),
+    ("mamba2", {"headdim": 16, "d_state": 8, "chunk_size": 7}),
 ]
 VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in options.items()) for name, options in VARIANTS]
 
@@ -33,10 +41,11 @@ def build(name: str, seq: int, **options) -> torch.nn.Module:
 
 
 def test_the_mixers_are_registered_as_mixers():
-    assert MIXERS == ["mamba", "s4d"]
+    assert MIXERS == ["based", "gla", "mamba", "mamba2", "retnet", "s4d"]
+    budgets = {"based": "feature_dim", "gla": "key_dim", "retnet": "key_dim"}
     for name in MIXERS:
         spec = attention_zoo.spec(name)
-        assert spec.approximates is None and spec.budget_option == "d_state"
+        assert spec.approximates is None and spec.budget_option == budgets.get(name, "d_state")
         assert attention_zoo.is_mixer(build(name, 8))
     assert not attention_zoo.is_mixer(attention_zoo.build_attention("standard"))
 
