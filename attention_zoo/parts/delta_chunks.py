@@ -21,19 +21,27 @@ into one unit lower-triangular solve:
 from the entering state S the chunk's new values are U − W S, its outputs
 (Q ⊙ e^γ − P W) S + P U with P = lower(Q Kᵀ ⊙ Γ), and it leaves the state M S + B with
 M = e^{γ_C} I − (K ⊙ e^{γ_C − γ})ᵀ W and B = (K ⊙ e^{γ_C − γ})ᵀ U. Everything but the states runs
-over all chunks at once; the states S_{n+1} = M_n S_n + B_n take one small product per chunk. What
-autograd keeps is the (C, C) blocks and one (K, V) state per chunk: linear in the length. Every
-exponent is of a difference γ_i − γ_j ≤ 0 within a chunk, so nothing overflows.
+over all chunks at once; the states S_{n+1} = M_n S_n + B_n take about 2√N small steps
+(``entering_states``). What autograd keeps is the (C, C) blocks and one (K, V) state per chunk: linear
+in the length. Every exponent is of a difference γ_i − γ_j ≤ 0 within a chunk, so nothing overflows.
+
+``delta_rule`` runs that form or fla's chunk kernel, by the ``kernel`` option (``parts.fla_kernels``):
+``chunk_delta_rule`` without a decay, ``chunk_gated_delta_rule`` with one, q and k normalised in the
+kernel (``use_qk_l2norm_in_kernel``, as fla's layers call them). fla's ``chunk_delta_rule`` refuses
+float32 inputs, so without a decay in float32 the gated kernel runs with a zero decay: the same
+recurrence, in the inputs' precision.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
-# Steps per chunk: fla's chunk size, and on a CPU the one whose layer forward+backward is fastest at
-# the lengths of the efficiency benchmark (docs/attentions.md § deltanet).
-CHUNK = 64
+from attention_zoo.parts.fla_kernels import Kernel, fla_function, runs_fla
+
+CHUNK = 64  # steps per chunk: fla's chunk size (memory and speed, not results)
 EPS = 1e-6  # fla's l2norm
 
 
@@ -46,26 +54,43 @@ def prepared(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, log_decay: torch.Tensor | None
 ) -> tuple[torch.Tensor, ...]:
     """Heads first in float32, q and k normalised, q scaled: (B, L, H, D) -> (B, H, L, D), (B, L, H)
-    -> (B, H, L); no decay: zeros."""
+    -> (B, H, L); no decay: None."""
     q, k, v = (t.float().transpose(1, 2) for t in (q, k, v))
     q, k = l2_normalised(q) * q.shape[-1] ** -0.5, l2_normalised(k)
     beta = beta.float().transpose(1, 2)
-    g = torch.zeros_like(beta) if log_decay is None else log_decay.float().transpose(1, 2)
+    g = None if log_decay is None else log_decay.float().transpose(1, 2)
     return q, k, v, beta, g
 
 
 def entering_states(m: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The state entering each chunk, S_0 = 0 and S_{n+1} = M_n S_n + B_n: m (..., N, K, K), b (..., N, K, V)
-    -> (..., N, K, V). A Hillis–Steele scan over the chunks: in round r every chunk composes its map
-    with the one 2^r chunks before it, so log2 N rounds of batched products replace N small steps."""
-    chunks, shift = b.shape[-3], 1
-    while shift < chunks:
-        later = m[..., shift:, :, :]  # (..., N − shift, K, K)
-        b = torch.cat([b[..., :shift, :, :], later @ b[..., :-shift, :, :] + b[..., shift:, :, :]], dim=-3)
-        if 2 * shift < chunks:
-            m = torch.cat([m[..., :shift, :, :], later @ m[..., :-shift, :, :]], dim=-3)
-        shift *= 2
-    return torch.cat([torch.zeros_like(b[..., :1, :, :]), b[..., :-1, :, :]], dim=-3)  # S_n
+    -> (..., N, K, V). The chunks go in G groups of s ≈ √N: a loop over the s positions of every group at
+    once gives each chunk's state from a zero state at its group's start and the product of its group's
+    maps before it; a loop over the groups gives the state entering each group; one product adds it. So
+    about 2√N small steps replace N, for N·K²(K + V) more multiplications. Position in the group first,
+    so that each step's maps are one contiguous batch."""
+    *lead, chunks, width, values = b.shape
+    size = math.isqrt(chunks - 1) + 1  # s = ⌈√N⌉ chunks per group
+    groups = -(-chunks // size)
+    pad = groups * size - chunks  # identity maps after the last chunk
+    eye = torch.eye(width, dtype=m.dtype, device=m.device)
+    m, b = m.flatten(0, -4), b.flatten(0, -4)  # (X, N, K, ·)
+    m = torch.cat([m, eye.expand(len(m), pad, width, width)], dim=1)  # (X, G·s, K, K)
+    b = F.pad(b, (0, 0, 0, 0, 0, pad))  # (X, G·s, K, V)
+    step_first = (t.unflatten(1, (groups, size)).movedim(2, 0).flatten(1, 2) for t in (m, b))
+    m, b = (t.contiguous() for t in step_first)  # (s, X·G, K, ·)
+    products, states = [eye.expand_as(m[0]), m[0]], [torch.zeros_like(b[0]), b[0]]  # before chunk j, after
+    for j in range(1, size):
+        states.append(torch.baddbmm(b[j], m[j], states[-1]))
+        products.append(torch.bmm(m[j], products[-1]))
+    ends = [t[-1].unflatten(0, (-1, groups)) for t in (products, states)]  # each group's: (X, G, K, ·)
+    entering = [torch.zeros_like(ends[1][:, 0])]  # the state entering each group: (X, K, V)
+    for group in range(groups - 1):
+        entering.append(torch.baddbmm(ends[1][:, group], ends[0][:, group], entering[-1]))
+    first = torch.stack(entering, dim=1).flatten(0, 1)  # (X·G, K, V)
+    within = torch.stack(products[:-1]) @ first + torch.stack(states[:-1])  # (s, X·G, K, V)
+    within = within.unflatten(1, (-1, groups)).movedim(0, 2).flatten(1, 2)  # (X, G·s, K, V)
+    return within[:, :chunks].reshape(*lead, chunks, width, values)
 
 
 def chunked_delta_rule(
@@ -87,23 +112,64 @@ def chunked_delta_rule(
         chunk = min(chunk, length)
         pad = -length % chunk  # steps of β = 0, g = 0 after the end change no earlier output
         q, k, v = (F.pad(t, (0, 0, 0, pad)).unflatten(2, (-1, chunk)) for t in (q, k, v))  # (B, H, N, C, D)
-        beta, g = (F.pad(t, (0, pad)).unflatten(2, (-1, chunk)) for t in (beta, g))  # (B, H, N, C)
-        gamma = g.cumsum(-1)  # (B, H, N, C)
+        beta = F.pad(beta, (0, pad)).unflatten(2, (-1, chunk))[..., None]  # (B, H, N, C, 1)
+        k_beta = k * beta  # (B, H, N, C, K)
+        tied = k_beta @ k.transpose(-1, -2)  # diag(β) K Kᵀ: the solve reads below its diagonal only
+        scores = q @ k.transpose(-1, -2)  # Q Kᵀ: (B, H, N, C, C)
         upper = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).triu(1)
-        lags = (gamma[..., :, None] - gamma[..., None, :]).masked_fill(upper, -torch.inf)  # γ_i − γ_j
-        decay = lags.exp()  # Γ: (B, H, N, C, C)
-        tied = (k @ k.transpose(-1, -2) * decay * beta[..., None]).tril(-1)  # (B, H, N, C, C)
-        scores = q @ k.transpose(-1, -2) * decay  # P: (B, H, N, C, C), zero above the diagonal
-        weighted = torch.cat([k * (beta * gamma.exp())[..., None], v * beta[..., None]], dim=-1)
-        wu = torch.linalg.solve_triangular(tied, weighted, upper=False, unitriangular=True)  # C × (K + V)
+        if g is None:  # Γ is 1 on and below the diagonal
+            scores = scores.masked_fill(upper, 0.0)  # P
+            q_in, k_in, k_out, carried = q, k_beta, k, None
+        else:
+            gamma = F.pad(g, (0, pad)).unflatten(2, (-1, chunk)).cumsum(-1)[..., None]  # (B, H, N, C, 1)
+            lags = (gamma - gamma.transpose(-1, -2)).masked_fill(upper, -torch.inf)  # γ_i − γ_j
+            decay = lags.exp()  # Γ: (B, H, N, C, C)
+            tied, scores = tied * decay, scores * decay  # P zero above the diagonal
+            q_in, k_in = q * gamma.exp(), k_beta * gamma.exp()  # Q ⊙ e^γ, diag(β e^γ) K
+            k_out, carried = k * (gamma[..., -1:, :] - gamma).exp(), gamma[..., -1, :].exp()  # e^{γ_C}
+        weighted = torch.cat([k_in, v * beta], dim=-1)  # (B, H, N, C, K + V)
+        wu = torch.linalg.solve_triangular(tied, weighted, upper=False, unitriangular=True)
         w, u = wu.split([k.shape[-1], v.shape[-1]], dim=-1)  # W, U
-        k_out = k * (gamma[..., -1:] - gamma).exp()[..., None]  # K ⊙ e^{γ_C − γ}: (B, H, N, C, K)
-        eye = torch.eye(k.shape[-1], device=q.device)
-        m = gamma[..., -1, None, None].exp() * eye - k_out.transpose(-1, -2) @ w  # M: (B, H, N, K, K)
+        m = -(k_out.transpose(-1, -2) @ w)  # M − e^{γ_C} I: (B, H, N, K, K)
+        m.diagonal(dim1=-2, dim2=-1).add_(1.0 if carried is None else carried)
         b = k_out.transpose(-1, -2) @ u  # B: (B, H, N, K, V)
         s = entering_states(m, b)  # (B, H, N, K, V)
-        o = (q * gamma.exp()[..., None] - scores @ w) @ s + scores @ u  # (B, H, N, C, V)
+        o = (q_in - scores @ w) @ s + scores @ u  # (B, H, N, C, V)
         return o.flatten(2, 3)[:, :, :length].transpose(1, 2)  # (B, L, H, V)
+
+
+def fla_delta_rule(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, log_decay: torch.Tensor | None
+) -> torch.Tensor:
+    """fla's chunk kernel of the delta rule (module docstring): shapes as ``chunked_delta_rule``, the
+    output in v's dtype."""
+    q, k, v = (t.contiguous() for t in (q, k, v))
+    beta = beta.to(q.dtype).contiguous()
+    if log_decay is None and q.dtype != torch.float32:
+        out, _ = fla_function("delta_rule", "chunk_delta_rule")(q, k, v, beta, use_qk_l2norm_in_kernel=True)
+        return out
+    g = beta.new_zeros(beta.shape, dtype=torch.float32) if log_decay is None else log_decay.float()
+    run = fla_function("gated_delta_rule", "chunk_gated_delta_rule")
+    out, _ = run(q, k, v, g.contiguous(), beta, use_qk_l2norm_in_kernel=True)
+    return out
+
+
+def delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    log_decay: torch.Tensor | None,
+    *,
+    name: str,
+    kernel: Kernel,
+    chunk: int | None = None,
+) -> torch.Tensor:
+    """The delta rule of the mixer ``name`` by fla's kernel or the chunk form here, as ``kernel`` says
+    (``runs_fla``); ``chunk`` None: ``CHUNK``. Shapes as ``chunked_delta_rule``."""
+    if runs_fla(name, kernel, q.device):
+        return fla_delta_rule(q, k, v, beta, log_decay)
+    return chunked_delta_rule(q, k, v, beta, log_decay, chunk or CHUNK)
 
 
 def recurrent_delta_rule(
@@ -120,7 +186,8 @@ def recurrent_delta_rule(
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])  # S: (B, H, K, V)
         outputs = []
         for t in range(q.shape[2]):
-            state = state * g[:, :, t, None, None].exp()
+            if g is not None:
+                state = state * g[:, :, t, None, None].exp()
             k_t = k[:, :, t]  # (B, H, K)
             error = v[:, :, t] - (k_t[..., None] * state).sum(-2)  # v_t − Sᵀ k_t: (B, H, V)
             state = state + k_t[..., None] * (beta[:, :, t, None] * error)[..., None, :]
