@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from attention_zoo.parts.feature_maps import taylor_features, taylor_size
 from attention_zoo.parts.gated_chunks import (
+    ChunkStates,
     chunked_gated_linear_attention,
     gated_linear_attention,
     recurrent_gated_linear_attention,
@@ -45,6 +46,27 @@ def test_the_chunk_form_is_the_recurrence_with_its_gradients(kind, chunk):
         results.append((out, *torch.autograd.grad((out * weights).sum(), leaves)))
     for got, expected in zip(results[1], results[0], strict=True):
         torch.testing.assert_close(got, expected, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("count", [1, 5, 37, 512])
+def test_the_states_entering_the_chunks_are_their_recurrence(count):
+    """512 chunks are 64 blocks, whose ends are scanned by blocks of blocks; 37 leave a partial block."""
+    gen = torch.Generator().manual_seed(count)
+    a = (0.5 + 0.5 * torch.rand(count, 2, 3, generator=gen, dtype=torch.float64)).requires_grad_(True)
+    b = torch.randn(count, 2, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(count, 2, 3, generator=gen, dtype=torch.float64)
+    state, expected = 0 * b[0], []  # a zero in the graph, so that one chunk has gradients (zero)
+    for n in range(count):
+        expected.append(state)
+        state = a[n] * state + b[n]
+    results = []
+    for entering in (torch.stack(expected), ChunkStates.apply(a, b)):
+        grads = torch.autograd.grad(
+            (entering * weights).sum(), [a, b], allow_unused=True, materialize_grads=True
+        )
+        results.append((entering, *grads))
+    for got, want in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["vector", "scalar"])

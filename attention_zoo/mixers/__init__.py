@@ -1,5 +1,6 @@
 """The recurrent and convolutional mixers, one module each: ``mixer(x, mask)`` on (batch, seq, dim), in
-place of the whole multi-head attention: the state-space models (``s4d``, ``mamba``).
+place of the whole multi-head attention: the state-space models (``s4d``, ``mamba``, ``mamba2``) and
+the gated linear attentions (``gla``, ``retnet``, ``based``).
 
 May import torch, the contract (``attention_zoo.registry``, ``attention_zoo.state_sizes``) and
 ``attention_zoo.parts``; never ``cores``.

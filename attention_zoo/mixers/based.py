@@ -1,27 +1,29 @@
 """Based's linear attention (Arora, Eyuboglu, Zhang, Timalsina, Alberti, Zinsley, Zou, Rudra and Ré,
-ICML 2024): fla's ``BasedLinearAttention`` (flash-linear-attention 0.6.0, ``fla/layers/based.py:16-131``,
-itself adapted from Zoology's ``Based``, ``zoology/mixers/based.py:57-232``) in plain PyTorch, as a mixer
-in place of multi-head attention.
+ICML 2024): fla's ``BasedLinearAttention`` (flash-linear-attention 0.6.0, ``fla/layers/based.py:17-136``,
+itself adapted from Zoology's ``Based``, ``zoology/mixers/based.py:57-232``) in plain PyTorch, as a
+mixer in place of multi-head attention.
 
-The layer: q and k projected to ``feature_dim`` per head, v to dim / ``heads`` per head; q and k
-through the second-order Taylor feature map φ (``attention_zoo.parts.feature_maps``: φ(q)·φ(k) =
-1 + q·k/√d + (q·k)²/(2d), d = ``feature_dim``); each position's output the normalised linear
-attention y_t = Σ_s φ(q_t)·φ(k_s) v_s / (Σ_s φ(q_t)·φ(k_s) + ``eps``) (fla l. 118-121, Zoology
-l. 203-209); ``o_proj``. One direction (``bidirectional=false``, the causal form): s ≤ t, the chunk form of
-``attention_zoo.parts.gated_chunks`` with no decay, its normaliser carried as one more value column of
-ones. ``bidirectional`` (the default, the encoder not being causal): s over the whole sequence, the
-non-causal form both sources define (fla ``causal=False``, l. 121; Zoology l. 208), one sum of
+The layer: q and k projected to ``feature_dim`` per head, v to dim / ``heads`` per head (fla's
+``num_heads``); q and k through the second-order Taylor feature map φ
+(``attention_zoo.parts.feature_maps``: φ(q)·φ(k) = 1 + q·k/√d + (q·k)²/(2d), d = ``feature_dim``);
+each position's output the normalised linear attention y_t = Σ_s φ(q_t)·φ(k_s) v_s / (Σ_s
+φ(q_t)·φ(k_s) + ``eps``) (fla's ``forward_reference``, l. 116-136; Zoology l. 203-209); ``o_proj``.
+
+One direction (``bidirectional=false``, the sources' causal form, fla l. 130): s ≤ t, the chunk form
+of ``attention_zoo.parts.gated_chunks`` with no decay, its normaliser carried as one more value column
+of ones. ``bidirectional`` (the default, the encoder being non-causal): s over the whole sequence, the
+non-causal form both sources define (fla ``causal=False``, l. 132; Zoology l. 208), one sum of
 φ(k_s) v_sᵀ over all positions, in place of the forward and backward passes the other recurrent
-mixers combine; ``causal=True`` needs ``bidirectional=false``. Padding: φ(k) and v are zero at
-padded positions, which so add nothing to any sum. fla's and Zoology's defaults are 12 heads, which do
-not divide this harness's widths (64); ``heads=1`` is Zoology's own setting for its recall
-experiments (``zoology/experiments/models_repo.py:44-58``). Zoology's rotary option (off by default)
-is not carried over.
+mixers combine; ``causal=True`` needs ``bidirectional=false``. Padding: φ(k) and v are zero at padded
+positions, which so add nothing to any sum. fla's and Zoology's default of 12 heads does not divide
+this harness's widths (64); ``heads=1`` is Zoology's own setting in its recall experiments
+(``zoology/experiments/models_repo.py:48-56``). Zoology's rotary option (off by default) is not
+carried over.
 
-``kernel`` (``attention_zoo.parts.fla_kernels``, causal only): fla's ``chunk_simple_gla`` without
-decay (the kernel fla's ``chunk_linear_attn`` calls) on the feature-mapped q and k, on CUDA with fla
-installed (``auto``, ``fla``); the chunk form here otherwise (``torch``). fla's layer calls its
-``parallel_based`` kernel by default, which computes the same attention without forming φ.
+``kernel`` (``attention_zoo.parts.fla_kernels``, one direction only): fla's ``chunk_simple_gla``
+without decay (the kernel fla's ``chunk_linear_attn`` calls) on the feature-mapped q and k, on CUDA
+with fla installed (``auto``, ``fla``); the chunk form here otherwise (``torch``). fla's layer calls
+its ``parallel_based`` kernel by default, which computes the same attention without forming φ.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """GLA, gated linear attention (Yang, Wang, Shen, Panda and Kim, ICML 2024): fla's
-``GatedLinearAttention`` layer (flash-linear-attention 0.6.0, ``fla/layers/gla.py:28-297``) in plain
+``GatedLinearAttention`` layer (flash-linear-attention 0.6.0, ``fla/layers/gla.py:29-305``) in plain
 PyTorch, as a mixer in place of multi-head attention.
 
-The layer, at fla's defaults (``fla/layers/gla.py:74-92``): q and k of ``key_dim`` (fla:
-``expand_k·dim``, 0.5·dim), v and the output gate of ``expand_v·dim``, in ``heads`` heads; the
-forget gate through a low-rank projection (``dim → gate_low_rank_dim → key_dim``, with a bias),
-α_t = exp(logsigmoid(·) / ``gate_logit_normalizer``), one decay per key dimension (l. 246); the
-recurrence S_t = diag(α_t) S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width)
+The layer, at fla's defaults (l. 76-97): q and k of ``key_dim`` (fla: ``expand_k·dim``, 0.5·dim), v
+and the output gate of ``expand_v·dim``, in ``heads`` heads (fla's ``num_heads``); the forget gate
+through a low-rank projection (``dim → gate_low_rank_dim → key_dim``, with a bias), α_t =
+exp(logsigmoid(·) / ``gate_logit_normalizer``), one decay per key dimension (l. 241); the recurrence
+S_t = diag(α_t) S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width)
 (``attention_zoo.parts.gated_chunks``, the vector decay); each head's output RMS-normalised, times
-swish of the output gate (``FusedRMSNormGated``, l. 281-285); ``o_proj``
+swish of the output gate (``FusedRMSNormGated``, l. 291-295); ``o_proj``
 (``attention_zoo.parts.gated_heads``). fla's options left at their defaults are not options here: no
 short convolution, no feature map on q and k, no clamp of the gate, keys and values for every head.
 
@@ -20,7 +20,7 @@ positions, which so write nothing and decay nothing. Causal: the one-directional
 
 ``kernel`` (``attention_zoo.parts.fla_kernels``): fla's ``chunk_gla`` on CUDA with fla installed
 (``auto``, ``fla``), the chunk form here otherwise (``torch``). fla's layer itself switches to its
-recurrent kernel at 64 tokens or fewer (l. 201); the chunk kernel runs at every length here.
+recurrent kernel at 64 tokens or fewer (l. 198); the chunk kernel runs at every length here.
 """
 
 from __future__ import annotations

@@ -1,20 +1,20 @@
 """Mamba-2 (Dao and Gu, ICML 2024): fla's ``Mamba2`` layer (flash-linear-attention 0.6.0,
-``fla/layers/mamba2.py:99-686``, after the authors' ``mamba_ssm/modules/mamba2.py``) with one group
+``fla/layers/mamba2.py:105-715``, after the authors' ``mamba_ssm/modules/mamba2.py``) with one group
 (``n_groups=1``), in plain PyTorch, as a mixer in place of multi-head attention.
 
-The layer, at fla's defaults (l. 106-130): ``in_proj`` to the gate z (``expand·dim`` channels), xBC
+The layer, at fla's defaults (l. 113-138): ``in_proj`` to the gate z (``expand·dim`` channels), xBC
 (the ``expand·dim`` channels x, then B and C of ``d_state`` each) and one step input per head (heads
-of ``headdim`` channels); a depthwise causal convolution of width ``d_conv`` over xBC, then SiLU
-(``attention_zoo.parts.short_conv``); Δ_t = softplus(dt + dt_bias) per head, dt_bias the inverse
-softplus of a step drawn log-uniformly in [dt_min, dt_max] (floored at 1e-4, l. 177-187); a scalar
-A_h = −exp(A_log_h) per head, drawn uniformly in [1, 16] (l. 191-193); the SSD recurrence
-h_t = exp(Δ_t A_h) h_{t-1} + Δ_t x_t B_tᵀ, y_t = h_t C_t + D_h x_t (l. 582-640: a gated linear
-attention with q = C, k = B, v = Δ·x, the scalar decay Δ·A and no scale,
-``attention_zoo.parts.gated_chunks``); y·SiLU(z), then RMS-normalised over the channels
+of ``headdim`` channels, fla's ``head_dim``); a depthwise causal convolution of width ``d_conv`` over
+xBC, then SiLU (``attention_zoo.parts.short_conv``); Δ_t = softplus(dt + dt_bias) per head, dt_bias
+the inverse softplus of a step drawn log-uniformly in [dt_min, dt_max] (floored at 1e-4, l. 210-219);
+a scalar A_h = −exp(A_log_h) per head, exp(A_log) drawn uniformly in [1, 16] (l. 223-225); the SSD
+recurrence h_t = exp(Δ_t A_h) h_{t-1} + Δ_t x_t B_tᵀ, y_t = h_t C_t + D_h x_t (``torch_forward``,
+l. 600-678): a gated linear attention with q = C, k = B, v = Δ·x, the scalar decay Δ·A and no scale
+(``attention_zoo.parts.gated_chunks``); y·SiLU(z), then RMS-normalised over the channels
 (``RMSNormGated(norm_before_gate=False)``, ``attention_zoo.parts.gated_norm``); ``out_proj``. dt_bias,
 A_log and D have no weight decay (their ``_no_weight_decay``, here ``_optim``). Left at fla's
 defaults and not options: no bias in the projections, a bias in the convolution, Δ unclamped
-(``dt_limit``), D one per head.
+(``dt_limit``), D one per head. ``headdim`` null is fla's 64, or expand·dim where that is narrower.
 
 Against ``mamba`` (Mamba-1): the decay is one number per head (Δ_t A_h), not one per channel and state
 dimension; B and C are shared by all heads and come from the convolved input, not from a projection
@@ -24,8 +24,8 @@ chunks of matrix products rather than a scan; and the gated output is normalised
 ``bidirectional`` (as ``mamba``; ``attention_zoo.parts.directions``): a second convolution, dt_bias,
 A_log and D (their own weights) run over the reversed sequence; the two outputs, each with its own D
 skip, are averaged before the gate, which with ``in_proj``, the norm and ``out_proj`` both directions
-share. Padding: xBC is zero at padded positions before and after the convolution (fla, l. 565-570),
-and Δ is zero there, a step that leaves the state as it is. Causal: the one-directional layer,
+share. Padding: xBC is zero at padded positions before and after the convolution (as fla's, l. 524),
+and Δ is zero there, a step that leaves the state as it is. Causal: the one-directional layer;
 ``causal=True`` needs ``bidirectional=false``.
 
 ``kernel`` (``attention_zoo.parts.fla_kernels``): fla's ``chunk_simple_gla`` (the SSD recurrence with
@@ -92,8 +92,7 @@ class SSDDirection(nn.Module):
     ) -> torch.Tensor:
         """The SSD recurrence without the D skip, one group: x (B, L, H, P), B and C (B, L, N), delta
         (B, L, H), all zero at padding -> y (B, L, H, P)."""
-        shared = (-1, -1, self.heads, -1)  # one group: every head reads the same B and C
-        q, k = C[:, :, None].expand(shared), B[:, :, None].expand(shared)  # (B, L, H, N)
+        q, k = C[:, :, None], B[:, :, None]  # (B, L, 1, N): one group, every head reads the same B and C
         decay = -torch.exp(self.A_log.float()) * delta  # Δ_t A_h: (B, L, H)
         v = x * delta[..., None]  # Δ_t x_t: (B, L, H, P)
         return gated_linear_attention(

@@ -1,29 +1,30 @@
 """RetNet's multi-scale retention (Sun, Dong, Huang, Ma, Xia, Xue, Wang and Wei, 2023): fla's
-``MultiScaleRetention`` layer (flash-linear-attention 0.6.0, ``fla/layers/multiscale_retention.py:26-292``)
-in plain PyTorch, as a mixer in place of multi-head attention.
+``MultiScaleRetention`` layer (flash-linear-attention 0.6.0,
+``fla/layers/multiscale_retention.py:30-314``) in plain PyTorch, as a mixer in place of multi-head
+attention.
 
-The layer, at fla's defaults (l. 73-90): q and k of ``key_dim`` (fla: ``expand_k·dim``, 1·dim), v and
-the output gate of ``expand_v·dim`` (2·dim), in ``heads`` heads (8); q and k of each head turned by
-rotary positions over the whole head (fla's ``RotaryEmbedding(dim=head_k_dim)``, l. 188, 246: base
-10000, halves paired, as ``attention_zoo.parts.rotary``); a fixed decay per head, γ_h = 1 − 2^(−5−h)
-for head h = 0 … H−1 (``fla/ops/retention/chunk.py:68``, the paper's §2.2); the recurrence
-S_t = γ_h S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width) (``attention_zoo.parts.gated_chunks``,
-the scalar decay); each head's output RMS-normalised, times swish of the output gate
-(``FusedRMSNormGated``, l. 277-281); ``o_proj`` (``attention_zoo.parts.gated_heads``). fla's options
-left at their defaults are not options here: no short convolution, no feature map, keys and values
-for every head.
+The layer, at fla's defaults (l. 71-90): q and k of ``key_dim`` (fla: ``expand_k·dim``, 1·dim), v and
+the output gate of ``expand_v·dim`` (2·dim), in ``heads`` heads (fla's ``num_heads``, 8); q and k of
+each head turned by rotary positions over the whole head (fla's ``RotaryEmbedding(dim=head_k_dim)``,
+l. 173, 246: base 10000, halves paired, as ``attention_zoo.parts.rotary``); a fixed decay per head,
+γ_h = 1 − 2^(−5−h) for head h = 0 … H−1 (``fla/ops/retention/chunk.py:68``, the paper's §2.2); the
+recurrence S_t = γ_h S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width)
+(``attention_zoo.parts.gated_chunks``, the scalar decay); each head's output RMS-normalised, times
+swish of the output gate (``FusedRMSNormGated``, l. 300-304); ``o_proj``
+(``attention_zoo.parts.gated_heads``). fla's options left at their defaults are not options here: no
+short convolution, no feature map, keys and values for every head.
 
 ``bidirectional`` (the harness's choice: fla's layer and the paper's retention are causal;
 ``attention_zoo.parts.directions``): the recurrence also runs over the reversed sequence, with the
 same rotated q and k and the same decays, and the two outputs are averaged before the norm. Rotary
-positions are counted from the start of the padded sequence; the scores depend on positions only
-through their differences, so padding after a sequence moves nothing. Padding: q, k, v and the log
-decays are zero at padded positions, which so write nothing and decay nothing. Causal: the
-one-directional layer, fla's own; ``causal=True`` needs ``bidirectional=false``.
+positions count from the start of the padded sequence; the scores depend on positions only through
+their differences, so padding after a sequence moves nothing. Padding: q, k, v and the log decays
+are zero at padded positions, which so write nothing and decay nothing. Causal: the one-directional
+layer, fla's own; ``causal=True`` needs ``bidirectional=false``.
 
 ``kernel`` (``attention_zoo.parts.fla_kernels``): fla's ``chunk_simple_gla`` (the kernel fla's
 ``chunk_retention`` calls with these decays) on CUDA with fla installed (``auto``, ``fla``), the chunk
-form here otherwise (``torch``). fla's layer switches kernels by length and mode (l. 204-209); the
+form here otherwise (``torch``). fla's layer switches kernels by length and mode (l. 192-197); the
 chunk kernel runs at every length here.
 """
 

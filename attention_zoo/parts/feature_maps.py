@@ -2,12 +2,14 @@
 the (N × N) matrix of its values.
 
 ``taylor_features``: Based's second-order Taylor map (Arora et al. 2024; Zoology's ``TaylorExp``,
-``zoology/mixers/feature_maps/taylor.py``; fla's ``TaylorFeatureMap``, ``fla/modules/feature_map.py``),
+``zoology/mixers/feature_maps/taylor.py:9-41``; fla's ``TaylorFeatureMap``,
+``fla/modules/feature_map.py:204-217``),
 φ(x)·φ(y) = 1 + x·y/√d + (x·y)²/(2d), the Taylor expansion of exp(x·y/√d) to second order, for x of
 d dimensions. Its features: the constant 1, x/d^¼, and the d(d+1)/2 distinct products x_i x_j, the
 squares over √(2d) and each product i < j over √d (the pair (i, j) and (j, i) of the full outer
 product, whose two terms over √(2d) each sum to one over √d). That is 1 + d + d(d+1)/2 features, the
-size Zoology counts as the map's state (``expanded_size``).
+size Zoology counts as the map's state (``expanded_size``, l. 40-41), in the order of its
+``forward_mem_save`` (l. 27-38) up to a permutation of the products.
 """
 
 from __future__ import annotations

@@ -69,8 +69,10 @@ def fla_gated_linear_attention(
 ) -> torch.Tensor:
     """fla's chunk kernel of o_t = scale · q_tᵀ S_t, S_t = diag(exp(g_t)) S_{t-1} + k_t v_tᵀ:
     ``chunk_gla`` for a vector decay g (B, T, H, K), ``chunk_simple_gla`` for a scalar one (B, T, H) or
-    none. q, k (B, T, H, K), v (B, T, H, V) -> (B, T, H, V) in v's dtype."""
-    q, k, v = (t.contiguous() for t in (q, k, v))
+    none. q, k (B, T, H, K) or (B, T, 1, K) (one for every head), v (B, T, H, V) -> (B, T, H, V) in
+    v's dtype."""
+    heads = (-1, -1, v.shape[2], -1)
+    q, k, v = (t.expand(heads).contiguous() for t in (q, k, v))
     if g is not None and g.dim() == 4:
         out, _ = fla_function("gla", "chunk_gla")(q, k, v, g.float().contiguous(), scale=scale)
     else:

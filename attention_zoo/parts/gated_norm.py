@@ -2,9 +2,10 @@
 
 Two orders, both over the last dimension with a learned weight (ones at first): GLA and RetNet
 normalise each head's values, then multiply by swish of the output gate (fla's ``FusedRMSNormGated``,
-``fla/modules/norm/fused_norm_gate.py``); Mamba-2 multiplies by SiLU of the gate first, then
-normalises (fla's ``RMSNormGated(norm_before_gate=False)``, ``fla/modules/norm/layernorm_gated.py``,
-after the authors' ``mamba_ssm``). Swish and SiLU are the same function, x·sigmoid(x).
+``fla/modules/norm/fused_norm_gate.py:967``); Mamba-2 multiplies by SiLU of the gate first, then
+normalises (fla's ``RMSNormGated(norm_before_gate=False)``, ``fla/modules/norm/layernorm_gated.py:526``,
+its reference ``rms_norm_ref`` l. 462-483, after the authors' ``mamba_ssm``). Swish and SiLU are the
+same function, x·sigmoid(x).
 """
 
 from __future__ import annotations
