@@ -35,6 +35,9 @@ VARIANTS = [
     ("retnet", {"bidirectional": False, "chunk_size": 7}),
     ("based", {"bidirectional": False, "chunk_size": 16}),
     ("mamba2", {"bidirectional": False, "headdim": 8, "chunk_size": 16}),
+    ("deltanet", {"bidirectional": False, "chunk_size": 16}),
+    ("gated_deltanet", {"bidirectional": False, "chunk_size": 7}),
+    ("hyena", {"bidirectional": False, "filter_len": 9}),
 ]
 VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in options.items()) for name, options in VARIANTS]
 
@@ -96,6 +99,9 @@ def test_the_entries_with_a_causal_form():
         "retnet",
         "based",
         "mamba2",
+        "deltanet",
+        "gated_deltanet",
+        "hyena",
     }
     assert set(NON_CAUSAL) >= {"nystrom", "skyformer", "linformer", "bigbird", "informer"}
 
@@ -233,7 +239,9 @@ def test_reformer_causal_with_one_chunk_attends_to_the_earlier_keys_of_its_bucke
     assert (allowed.sum(-1) < causal_mask(mask).sum(-1)).any()  # the buckets do leave keys out
 
 
-@pytest.mark.parametrize("name", ["s4d", "mamba", "gla", "retnet", "based", "mamba2"])
+@pytest.mark.parametrize(
+    "name", ["s4d", "mamba", "gla", "retnet", "based", "mamba2", "deltanet", "gated_deltanet", "hyena"]
+)
 def test_a_causal_mixer_is_its_one_directional_form(name):
     (x,), mask = make_inputs(name, [80, 33], 80)
     one_way = build(name, 80, causal=False, bidirectional=False)
@@ -261,6 +269,9 @@ def test_an_entry_without_a_causal_form_is_refused_in_one_line(name):
         ("retnet", "bidirectional", True, "bidirectional=false, got true"),
         ("based", "bidirectional", True, "bidirectional=false, got true"),
         ("mamba2", "bidirectional", True, "bidirectional=false, got true"),
+        ("deltanet", "bidirectional", True, "bidirectional=false, got true"),
+        ("gated_deltanet", "bidirectional", True, "bidirectional=false, got true"),
+        ("hyena", "bidirectional", True, "bidirectional=false, got true"),
         ("longformer", "global_tokens", 2, "global_tokens=0, got 2"),
         ("performer", "feature_epsilon", 1e-4, "feature_epsilon=0.0, got 0.0001"),
     ],

@@ -10,8 +10,9 @@ import attention_zoo
 from attention_zoo.registry import _REGISTRY, register_attention
 
 BUILT_IN = [
-    "based", "bigbird", "gla", "informer", "kernelized", "linformer", "longformer", "mamba", "mamba2",
-    "nystrom", "performer", "reformer", "retnet", "s4d", "skyformer", "standard",
+    "based", "bigbird", "deltanet", "gated_deltanet", "gla", "hyena", "informer", "kernelized",
+    "linformer", "longformer", "mamba", "mamba2", "nystrom", "performer", "reformer", "retnet", "s4d",
+    "skyformer", "standard",
 ]  # fmt: skip
 
 # (name, options, seq_len, dim, num_heads, figure worked out by hand from the class's docstring)
@@ -46,6 +47,13 @@ BY_HAND = [
     ("based", {"feature_dim": 4, "heads": 2}, 64, 32, 4, (32 + 2) * (1 + 4 + 10)),
     ("mamba2", {}, 1024, 64, 2, 128 * 2 * 64 * 2),  # d_state · expand·dim · directions
     ("mamba2", {"d_state": 16, "bidirectional": False}, 64, 64, 2, 16 * 2 * 64),
+    ("deltanet", {}, 1024, 64, 2, 64 * 32 * 2),  # key_dim (dim) · head value width (dim / 2) · directions
+    ("deltanet", {"key_dim": 16, "heads": 4, "bidirectional": False}, 64, 64, 2, 16 * 16),
+    ("gated_deltanet", {}, 1024, 64, 2, 64 * 64 * 2),  # key_dim · head value width (2·dim / 2) · directions
+    ("gated_deltanet", {"key_dim": 32, "expand_v": 1.0}, 64, 64, 2, 32 * 32 * 2),
+    ("hyena", {}, 1024, 64, 2, 64 * 1024 * 2),  # dim · every lag · directions (Zoology's d_model · L)
+    ("hyena", {"filter_len": 16, "bidirectional": False}, 1024, 64, 2, 64 * 16),
+    ("hyena", {"filter_len": 4096, "bidirectional": False}, 1024, 64, 2, 64 * 1024),  # no more than L
 ]
 
 
@@ -73,6 +81,9 @@ def test_each_figure_equals_its_hand_computation(name, options, seq_len, dim, nu
         ("retnet", {"bidirectional": False}, 64 * 16),
         ("based", {"bidirectional": False}, 65 * 153),
         ("mamba2", {"bidirectional": False}, 128 * 2 * 64),
+        ("deltanet", {"bidirectional": False}, 64 * 32),
+        ("gated_deltanet", {"bidirectional": False}, 64 * 64),
+        ("hyena", {"bidirectional": False}, 64 * 300),
     ],
 )
 def test_the_causal_figures(name, options, figure):

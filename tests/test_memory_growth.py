@@ -46,7 +46,9 @@ def kept_bytes(name: str, length: int) -> int:
     return saved_tensor_bytes(lambda: layer(x).sum(), [x, *layer.parameters()])
 
 
-@pytest.mark.parametrize("name", ["s4d", "mamba", "gla", "retnet", "based", "mamba2"])
+@pytest.mark.parametrize(
+    "name", ["s4d", "mamba", "gla", "retnet", "based", "mamba2", "deltanet", "gated_deltanet", "hyena"]
+)
 def test_mixer_memory_grows_no_faster_than_n_log_n(name):
     found = growth([(n, kept_bytes(name, n)) for n in (128, 512, 2048)])
     assert found.within_n_log_n, f"{name}: k = {found.exponent:.2f}"

@@ -36,6 +36,22 @@ from lra.model.module import adamw_with_schedule, parameter_groups
             r"^attention 's4d' has no option\(s\) \['num_landmarks'\]; valid options: d_state=64",
         ),
         ("mamba", {"dim": 0}, r"^attention 'mamba': dim must be an integer >= 1, got 0$"),
+        (
+            "deltanet",
+            {"key_dim": 30, "heads": 4},
+            r"^attention 'deltanet': key_dim \(30\) must be a multiple of heads",
+        ),
+        (
+            "gated_deltanet",
+            {"expand_v": 1.3},
+            r"^attention 'gated_deltanet': expand_v · dim must be an integer",
+        ),
+        ("hyena", {"emb_dim": 4}, r"^attention 'hyena': emb_dim must be an odd integer >= 3, got 4$"),
+        (
+            "hyena",
+            {"filter_len": 0},
+            r"^attention 'hyena': filter_len must be an integer >= 1 or null, got 0$",
+        ),
     ],
 )
 def test_bad_values_are_one_line_naming_what_is_valid(name, options, message):

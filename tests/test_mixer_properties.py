@@ -27,6 +27,12 @@ VARIANTS = [
     ("based", {"bidirectional": False, "feature_dim": 4, "heads": 2, "chunk_size": 7}),
     ("mamba2", {"bidirectional": False, "headdim": 8, "chunk_size": 16}),
     ("mamba2", {"headdim": 16, "d_state": 8, "chunk_size": 7}),
+    ("deltanet", {"bidirectional": False, "chunk_size": 16}),
+    ("deltanet", {"chunk_size": 7, "heads": 4, "use_gate": True}),
+    ("gated_deltanet", {"bidirectional": False, "chunk_size": 16}),
+    ("gated_deltanet", {"chunk_size": 7, "key_dim": 8}),
+    ("hyena", {"bidirectional": False}),
+    ("hyena", {"filter_len": 5}),
 ]
 VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in options.items()) for name, options in VARIANTS]
 
@@ -42,8 +48,19 @@ def build(name: str, seq: int, **options) -> torch.nn.Module:
 
 
 def test_the_mixers_are_registered_as_mixers():
-    assert MIXERS == ["based", "gla", "mamba", "mamba2", "retnet", "s4d"]
-    budgets = {"based": "feature_dim", "gla": "key_dim", "retnet": "key_dim"}
+    assert MIXERS == [
+        "based",
+        "deltanet",
+        "gated_deltanet",
+        "gla",
+        "hyena",
+        "mamba",
+        "mamba2",
+        "retnet",
+        "s4d",
+    ]
+    budgets = {"based": "feature_dim", "gla": "key_dim", "retnet": "key_dim", "hyena": "filter_len"}
+    budgets |= {"deltanet": "key_dim", "gated_deltanet": "key_dim"}
     for name in MIXERS:
         spec = attention_zoo.spec(name)
         assert spec.approximates is None and spec.budget_option == budgets.get(name, "d_state")

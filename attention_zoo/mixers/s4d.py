@@ -6,8 +6,8 @@ a state of ``d_state`` real numbers): ``A = -exp(log_A_real) + i·A_imag``, S4D-
 or S4D-Inv (``A_imag = (N/π)(N/(2n+1) - 1)``), real part -1/2; a learned step ``dt = exp(log_dt)``
 drawn log-uniformly in [dt_min, dt_max]; B = 1 and C complex. ZOH discretisation gives the kernel
 ``K_l = 2 Re(Σ_n C_n (exp(dt A_n) - 1) / A_n · exp(dt A_n l))`` (a Vandermonde product), applied as
-an FFT convolution padded to 2L so that nothing wraps around; then the D skip, GELU, dropout and a
-position-wise ``Conv1d(dim, 2·dim, 1)`` with GLU.
+an FFT convolution padded to 2L so that nothing wraps around (``attention_zoo.parts.long_conv``);
+then the D skip, GELU, dropout and a position-wise ``Conv1d(dim, 2·dim, 1)`` with GLU.
 
 ``bidirectional`` (the S4 repository's LRA configs): a second SSM per channel whose kernel runs over
 the reversed sequence, and the two are summed into one two-sided kernel per channel, as the S4
@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.parts.causality import require_for_causal
+from attention_zoo.parts.long_conv import fft_convolution
 from attention_zoo.registry import EvenPositiveInt, PositiveFloat, Probability, register_mixer
 
 
@@ -193,10 +194,7 @@ class S4D(nn.Module):
         u = x.transpose(1, 2).float()  # (B, dim, L)
         if mask is not None:
             u = u * mask[:, None, :]  # padded positions add nothing to any output
-        k = self.convolution_kernel(length)  # (dim, L) or (dim, 2L)
-        k_f = torch.fft.rfft(k, n=2 * length)  # (dim, L + 1)
-        u_f = torch.fft.rfft(u, n=2 * length)  # (B, dim, L + 1)
-        y = torch.fft.irfft(u_f * k_f, n=2 * length)[..., :length]  # (B, dim, L)
+        y = fft_convolution(u, self.convolution_kernel(length))  # (B, dim, L)
         y = y + u * self.D[:, None]  # the D skip
         y = self.dropout(F.gelu(self.conv_dropout(y)))  # (B, dim, L)
         y = F.glu(self.output_linear(y), dim=-2)  # (B, dim, L)
