@@ -21,6 +21,7 @@
 - ``${lra.width_axis:ATTENTION,FEATURES,BASE,WIDTH}``: the model width of a state-size sweep over the
   ``features`` budget: WIDTH for an attention with a budget option (the budget sizes its state), else
   WIDTH · FEATURES / BASE (its state grows with the width, as Zoology varies ``d_model``).
+- ``${lra.times:A,B}``: A · B, e.g. the CPU tier's Hyena filter of ``${lra.times:${features},2}`` taps.
 - ``${lra.recall_shape:KEY}``: ``seq_len``, ``vocab_size`` or ``num_classes`` of the recall task that
   ``task.generator`` builds (``data_prep.recall``), so a recall task's shapes are stated once.
 """
@@ -134,6 +135,7 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("lra.not", lambda value: not value, replace=True)
     OmegaConf.register_new_resolver("lra.causal_form", causal_form, replace=True)
     OmegaConf.register_new_resolver("lra.width_axis", width_axis, replace=True)
+    OmegaConf.register_new_resolver("lra.times", lambda first, second: first * second, replace=True)
     OmegaConf.register_new_resolver(
         "lra.if", lambda condition, then, otherwise: then if condition else otherwise, replace=True
     )
