@@ -49,8 +49,8 @@ def test_fidelity_leaves_the_mixers_out_in_one_line():
     assert "s4d" not in measured and "mamba" not in measured
     lines = [line for line in left_out if "mixers" in line]
     assert lines == [
-        "`based`, `deltanet`, `gated_deltanet`, `gla`, `hyena`, `mamba`, `mamba2`, `retnet`, `s4d`: mixers in "
-        "place of the whole attention, they approximate nothing"
+        "`based`, `deltanet`, `gated_deltanet`, `gla`, `hyena`, `mamba`, `mamba2`, `retnet`, `s4d`: "
+        "mixers in place of the whole attention, they approximate nothing"
     ]
 
 
