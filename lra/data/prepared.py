@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 import data_prep
 from lra.config.errors import ConfigError
 from lra.config.records import DataRecord
-from lra.data.worker_signals import SignalSafeLoader, signal_safe_loader
+from lra.data.workers import WorkerLoader, worker_loader
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class LRADataModule(L.LightningDataModule):
     ``small_size`` (``debug_data_size``, set by ``debug=fdr``): when the recipe's set is missing, a small
     set of that many training examples is built and used instead (``data_prep.small_sets``).
     ``num_workers`` loader processes serve each loader (``persistent_workers``: for the whole fit, else
-    anew at each pass); they leave SIGTERM and SIGINT to this process (``lra.data.worker_signals``).
+    anew at each pass); they leave SIGTERM and SIGINT to this process (``lra.data.workers``).
     """
 
     BATCH_SIZE_KEY = "task.batch_size"  # the key that sets ``batch_size``, for its error
@@ -230,13 +230,13 @@ class LRADataModule(L.LightningDataModule):
                 f"{'two documents' if prepared.dual else 'one sequence'} per example ({where})"
             )
 
-    def loader(self, name: str) -> SignalSafeLoader:
+    def loader(self, name: str) -> WorkerLoader:
         train = name == "train"
         if train and self.trainer is not None:  # under DDP, this process's share of each epoch
             self.train_sampler.shard(self.trainer.world_size, self.trainer.global_rank)
         if train:  # whole optimizer steps only: N batches of B/N are the batches of B, in order
             self.train_sampler.whole_batches(self.batch_size * self.accumulate)
-        return signal_safe_loader(
+        return worker_loader(
             self.splits[name],
             batch_size=self.batch_size,
             sampler=self.train_sampler if train else None,
