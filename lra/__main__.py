@@ -21,6 +21,11 @@ from omegaconf import DictConfig, OmegaConf
 import lra  # noqa: F401  (registers the lra.* resolvers the configs use)
 from lra.config.paths import CONFIG_DIR
 
+# conf/hydra/launcher/joblib.yaml takes the options of the joblib plugin's config of that name on purpose:
+# Hydra warns of every such pair as it composes the config.
+JOBLIB_SCHEMA = r"\s*'hydra/launcher/joblib' is validated against ConfigStore schema"
+warnings.filterwarnings("ignore", message=JOBLIB_SCHEMA)
+
 
 def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
     """Where ``resume=auto`` looks: the fixed leading folders of the single-run and sweep output patterns
