@@ -100,17 +100,6 @@ def run_folders(cwd: Path) -> list[Path]:
     return sorted(cwd.glob("outputs/listops-standard-s0/*"))
 
 
-@pytest.fixture(scope="session")
-def uninterrupted(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The run folder of ``short_run`` left alone from start to end (CSV logger): what every stopped and
-    resumed run of that config must end as."""
-    cwd = tmp_path_factory.mktemp("uninterrupted")
-    result = lra(short_run(data_root, "logger=csv"), cwd)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (run_dir,) = run_folders(cwd)
-    return run_dir
-
-
 def assert_same_as(run_dir: Path, reference: Path, stage_metrics: tuple[str, ...] = ()) -> None:
     """``run_dir`` ended as ``reference`` did, to the last bit: its final weights, every logged loss
     and accuracy (and ``stage_metrics``), and its summary's tested figures."""
