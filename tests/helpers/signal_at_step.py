@@ -11,9 +11,10 @@ Under DDP each process signals itself (a signal to the process group), or only t
 rank ``rank``; each keeps its own ``once`` file (``<once>.rank<N>``).
 
 ``group``: the signal goes to the whole process group, as a scheduler or a terminal sends it, from a
-process of its own (the run's loader workers take a signal from the run itself as their end): the
-process that leads the group sends it, so the run must lead one (``start_new_session``); others never
-do, and a run that leads none is never signalled. ``during``: ``training`` (after the step) or
+process of its own (the run's loader workers take a signal from the run itself as their end). Only a
+group that leads its own session is signalled, as ``python -m lra`` started with ``start_new_session``
+leads one with its sweep's workers, DDP processes and loader workers; elsewhere (a process group that
+may hold the test runner) the signal is never sent. ``during``: ``training`` (after the step) or
 ``validation`` (after the first batch of the evaluation that follows the step).
 """
 
@@ -65,7 +66,7 @@ class SignalAtStep(Callback):
             return
         if self.rank is not None and trainer.global_rank != self.rank:
             return
-        if self.group and os.getpgid(0) != os.getpid():  # only the group's leader sends to the group
+        if self.group and os.getpgid(0) != os.getsid(0):  # the group is not a session of its own
             return
         if trainer.global_step == self.step and self.claim(trainer):
             self.send()
