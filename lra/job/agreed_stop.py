@@ -46,8 +46,8 @@ class StopFlag(_SignalConnector, NotedStop):
 
     def register_signal_handlers(self) -> None:
         self.received_sigterm = False
-        outer = current_note()  # the sweep's, or this flag's own, still in place after an agreed stop
-        NotedStop.__init__(self, outer=None if outer is self else outer)
+        outer = current_note()  # the sweep's, or a flag's left in place after its agreed stop: that one's
+        NotedStop.__init__(self, outer=outer.outer if isinstance(outer, StopFlag) else outer)
         self._original_handlers = self._get_current_signal_handlers()  # teardown puts them back
         for signum in STOP_SIGNALS:
             self._register_signal(signum, self.note)
