@@ -357,6 +357,7 @@ def stopped_then_resumed(
 @pytest.mark.parametrize("module", ["MaskedPretrainModule", "LRALitModule"])
 def test_resumed_in_either_stage_equals_uninterrupted_bit_for_bit(data_root, tmp_path, module):
     options = ["pretrain.steps=8", "trainer.max_steps=8", "task.eval_every=4", "model.dropout=0.2"]
+    options.append("num_workers=2")  # loader workers, as the LRA tasks have
     whole, interrupted = stopped_then_resumed(data_root, tmp_path, options, module)
     parts = tmp_path / "parts"
     saved = parts / "checkpoints"
