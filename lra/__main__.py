@@ -20,11 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 
 import lra  # noqa: F401  (registers the lra.* resolvers the configs use)
 from lra.config.paths import CONFIG_DIR
+from lra.job.sweep_stop import quiet_joblib_schema_warning
 
-# conf/hydra/launcher/joblib.yaml takes the options of the joblib plugin's config of that name on purpose:
-# Hydra warns of every such pair as it composes the config.
-JOBLIB_SCHEMA = r"\s*'hydra/launcher/joblib' is validated against ConfigStore schema"
-warnings.filterwarnings("ignore", message=JOBLIB_SCHEMA)
+quiet_joblib_schema_warning()  # before Hydra composes the config
 
 
 def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:

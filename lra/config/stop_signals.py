@@ -4,8 +4,8 @@ held back from a thread and the processes it starts.
 A scheduler (SLURM's pre-emption, ``scancel``, ``timeout``) and a terminal's Ctrl+C send them to a
 job's whole process group, and the processes of a run each take their part:
 
-- ``NotedStop``: handlers that only note the signal (``noted``); a second SIGINT while a stop is noted
-  raises ``KeyboardInterrupt``, to force the exit. One whose handlers replace another's (a job's
+- ``NotedStop``: handlers that only note the signal (``noted``); a second SIGINT raises
+  ``KeyboardInterrupt``, to force the exit. One whose handlers replace another's (a job's
   inside its sweep's, ``current_note``) passes each signal on to it and starts from what it noted;
 - ``noting``: a ``NotedStop``'s handlers in place for a while;
 - ``blocked`` / ``unblocked``: the signals held back in this thread (pending, not lost), or let

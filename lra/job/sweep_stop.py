@@ -30,6 +30,7 @@ import shlex
 import signal
 import sys
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,13 @@ log = logging.getLogger(__name__)
 
 Jobs = Sequence[Sequence[str]]  # each job's overrides, in the sweep's order
 RESUME_KEY = "resume"
+# conf/hydra/launcher/joblib.yaml takes the options of the joblib plugin's config of that name on purpose;
+# Hydra warns of every such pair as it composes a config: the sweep's, and each job's in its worker.
+JOBLIB_SCHEMA_WARNING = r"\s*'hydra/launcher/joblib' is validated against ConfigStore schema"
+
+
+def quiet_joblib_schema_warning() -> None:
+    warnings.filterwarnings("ignore", message=JOBLIB_SCHEMA_WARNING)
 
 
 def one_by_one(
@@ -86,6 +94,7 @@ WORKER_NOTES: dict[str, NotedStop] = {}  # a worker process's stop signals for e
 def job_in_worker(sweep_id: str, number: int, execute: Callable[[], JobReturn]) -> WorkerOutcome:
     """Run job ``number`` in this worker process (``execute``) unless the worker noted a stop signal of
     sweep ``sweep_id``; the signals that came while it waited for the job land now."""
+    quiet_joblib_schema_warning()
     note = WORKER_NOTES.setdefault(sweep_id, NotedStop())
     with noting(note), unblocked():
         if note.noted:
