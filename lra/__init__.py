@@ -6,6 +6,7 @@ fit, test) with ``checks``/``errors`` (config validation), ``resume`` (where a r
 folder), ``disk_full``, ``csv_metrics``, ``model``,
 ``module``, ``data``, ``schedules``, ``callbacks``, ``loggers``, ``training_state`` (exact resume),
 ``preemption`` (SLURM requeue), ``agreed_stop`` (every process stops at one step on SIGTERM/SIGINT),
+``sweep_stop`` (a signalled sweep starts no job), ``stop_signals`` (SIGTERM/SIGINT noted or held back),
 ``rank_plan`` (one run plan for every DDP process), ``naming``, ``memory``, ``extras`` (the optional
 parts and their extras); ``job_state`` and ``job_end`` record the outcome in summary.json (``summary_json``;
 ``summary_tables`` prints it). They import attention_zoo, data_prep, Lightning, Hydra.

@@ -20,6 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 
 import lra  # noqa: F401  (registers the lra.* resolvers the configs use)
 from lra.config.paths import CONFIG_DIR
+from lra.job.sweep_stop import quiet_joblib_schema_warning
+
+quiet_joblib_schema_warning()  # before Hydra composes the config
 
 
 def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:

@@ -138,6 +138,20 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def uninterrupted(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run folder of ``test_resume.short_run`` left alone from start to end (CSV logger): what every
+    stopped and resumed run of that config must end as, shared by the tests that stop one."""
+    from test_resume import lra as python_m_lra
+    from test_resume import run_folders, short_run
+
+    cwd = tmp_path_factory.mktemp("uninterrupted")
+    result = python_m_lra(short_run(data_root, "logger=csv"), cwd)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = run_folders(cwd)
+    return run_dir
+
+
 @pytest.fixture
 def one_ddp_run_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Waits until no other worker of this test session runs DDP, then holds the turn for the test.

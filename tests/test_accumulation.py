@@ -55,7 +55,7 @@ def fit(data_root: Path, out: Path, batch_size: int, accumulate: int) -> tuple[S
         "trainer.num_sanity_val_steps=0",
     )
     records = job_records(compose_config(overrides))
-    L.seed_everything(records.run.seed, workers=True, verbose=False)
+    L.seed_everything(records.run.seed, verbose=False)
     module = build_module(records.optim, build_model(records.model))
     parts = build_trainer(records.trainer, out, [])
     recorder = StepRecorder()

@@ -217,9 +217,9 @@ def test_launchers_compose(launcher):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)
     assert cfg.hydra.launcher._target_.rsplit(".", 1)[-1] in {
-        "BasicLauncher",
+        "LocalLauncher",
         "SlurmLauncher",
-        "JoblibLauncher",
+        "ParallelLauncher",
     }
     assert (
         OmegaConf.to_container(cfg.hydra.sweep)["subdir"]

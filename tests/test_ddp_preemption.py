@@ -1,8 +1,8 @@
-"""Pre-emption under DDP, on 2 CPU processes (gloo): a SIGTERM to the process group at a random step, and
-then a SIGINT to process 0 alone at a later random step of the resumed run, each stop both processes at
-that step with one checkpoint and the status ``interrupted``; ``resume=auto`` continues the run in its
-folder each time, and it ends where an uninterrupted DDP run of the same config ends
-(``lra.job.agreed_stop``, ``lra.job.rank_plan``)."""
+"""Pre-emption under DDP, on 2 CPU processes (gloo) with loader workers: a SIGTERM to the process group
+(every rank and every worker) at a random step, and then a SIGINT to process 0 alone at a later random
+step of the resumed run, each stop both processes at that step with one checkpoint and the status
+``interrupted``; ``resume=auto`` continues the run in its folder each time, and it ends where an
+uninterrupted DDP run of the same config ends (``lra.job.agreed_stop``, ``lra.job.rank_plan``)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ STEPS_PER_EPOCH = 2  # 40 training examples, 2 processes, batches of 8 (drop_las
 TOLERANCE = 1e-6
 
 
-def signal_at(key: str, step: int, name: str, marker: Path) -> list[str]:
+def signal_at(key: str, step: int, name: str, marker: Path, group: bool = False) -> list[str]:
     """``test_resume.signal_at`` under the ``callbacks.<key>`` key, so that one run can hold two."""
     return [
         override.replace("callbacks.signal.", f"callbacks.{key}.")
-        for override in signal_at_step(step, name, marker)
+        for override in signal_at_step(step, name, marker, group=group)
     ]
 
 
@@ -98,7 +98,7 @@ def test_a_ddp_run_stopped_twice_and_resumed_ends_as_an_uninterrupted_one(data_r
     first = random.randint(2, MAX_STEPS // 2 - 1)
     second = random.randint(first + 3, MAX_STEPS - 2)  # after the step the first stop was put off to
     # Both signals in every run's config (a resumed run has its run's config); each is sent once.
-    group_term = signal_at("term", first, "SIGTERM", tmp_path / "term")  # every process signals itself
+    group_term = signal_at("term", first, "SIGTERM", tmp_path / "term", group=True)  # from another process
     main_int = [*signal_at("int", second, "SIGINT", tmp_path / "int"), "+callbacks.int.rank=0"]
     steps = f"SIGTERM at step {first}, SIGINT at step {second}"
     args = short_run(data_root, *DDP, *group_term, *main_int)

@@ -1,6 +1,6 @@
 """A run interrupted mid-epoch and resumed ends, on the CPU, exactly where an uninterrupted run ends:
 the same weights (``torch.equal``), losses and metrics, since the checkpoint carries the training
-sampler's position and the RNG states (``lra.job.training_state``)."""
+sampler's position and the RNG states (``lra.job.training_state``), with loader workers or without."""
 
 from __future__ import annotations
 
@@ -48,10 +48,13 @@ def test_ddp_shards_resume_where_the_processes_stood_and_yield_their_length():
         assert resumed[: 21 - 8] == whole[rank][8:]
 
 
-@pytest.mark.slow  # three short trainings per attention
-@pytest.mark.parametrize("attention", ["standard", "performer"])  # dropout; and random features
-def test_interrupted_and_resumed_equals_uninterrupted_bit_for_bit(data_root, tmp_path, attention):
-    options = ["protocol.attention_dropout=0.1", "model.dropout=0.2"]
+@pytest.mark.slow  # three short trainings per case
+@pytest.mark.parametrize(
+    ("attention", "workers"),  # dropout, then random features too; loader workers as the LRA tasks have
+    [("standard", 0), ("standard", 1), ("standard", 2), ("performer", 2)],
+)
+def test_interrupted_and_resumed_equals_uninterrupted_bit_for_bit(data_root, tmp_path, attention, workers):
+    options = ["protocol.attention_dropout=0.1", "model.dropout=0.2", f"num_workers={workers}"]
     whole = run(in_process(data_root, *options, attention=attention), tmp_path / "whole")
     assert whole["status"] == "completed", whole["error"]
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONF_DIR, tiny_data_overrides
+from conftest import CONF_DIR, TINY_COUNTS, tiny_data_overrides
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
@@ -44,27 +44,33 @@ def test_each_parallel_job_gets_its_share_of_the_cores(monkeypatch):
 
 
 @pytest.mark.slow  # a sweep of python -m lra in a subprocess, its jobs in joblib worker processes
-def test_joblib_sweep_runs_two_jobs_at_once_with_divided_threads(data_root, tmp_path):
+def test_joblib_sweep_runs_two_jobs_at_once_with_divided_threads_past_a_failed_job(data_root, tmp_path):
+    """Two attentions with a batch that fits the training split first, then with one that does not (those
+    jobs fail at once); the jobs have loader workers, as the LRA tasks have."""
     sweep = tmp_path / "sweep"
     args = [
         "-m",
+        f"task.batch_size=8,{TINY_COUNTS['train'] + 1}",
         "attention=standard,nystrom",
         "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2",
         "+callbacks.threads._target_=helpers.record_threads.RecordThreads",
-        *tiny_data_overrides(data_root),
+        *tiny_data_overrides(data_root, "num_workers=2"),
         f"hydra.sweep.dir={sweep}",
     ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
     command = [sys.executable, "-m", "lra", *args]
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    jobs = sorted(path.parent for path in sweep.glob("*/summary.json"))
-    assert len(jobs) == 2
+    assert result.returncode == 1, result.stderr[-3000:]  # not every job completed
+    assert "2 of 4 jobs did not complete" in result.stderr, result.stderr[-3000:]
+    summaries = {path.parent: json.loads(path.read_text()) for path in sweep.glob("*/summary.json")}
+    assert len(summaries) == 4
     expected = max(1, resolvers.usable_cores() // 2)
     pids = set()
-    for job in jobs:
-        summary = json.loads((job / "summary.json").read_text())
+    for job, summary in summaries.items():
+        if summary["config"]["task"]["batch_size"] != 8:
+            assert summary["status"] == "failed" and "larger than the training split" in summary["error"]
+            continue
         assert summary["status"] == "completed", summary["error"]
         assert summary["config"]["threads"] == expected
         record = json.loads((job / "threads.json").read_text())

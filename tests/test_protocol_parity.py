@@ -72,7 +72,7 @@ def train_steps(model, batches, optimizer, schedule, clip_value: float | None = 
 
 def harness_start(cfg) -> tuple[nn.Module, list]:
     """The harness's initial model and the first ``STEPS`` training batches it draws."""
-    L.seed_everything(cfg.seed, workers=True, verbose=False)  # as lra.job.train.run does before building
+    L.seed_everything(cfg.seed, verbose=False)  # as lra.job.train.run does before building
     model = module_of(cfg).model
     datamodule = build_datamodule(data_record(cfg, cfg.task.batch_size))
     datamodule.setup("fit")

@@ -1,8 +1,9 @@
 """Reliability of long runs: resume after SIGTERM or SIGKILL (``resume=auto`` or PATH), reproducible seeds.
 
-The interruptions are real signals, sent by the run to itself at a chosen step through the
-``callbacks`` config key (``tests/helpers/signal_at_step.py``), so that they land mid-training at a
-known step.
+The interruptions are real signals, sent at a chosen step through the ``callbacks`` config key
+(``tests/helpers/signal_at_step.py``), so that they land mid-training at a known step: by the run to
+itself, or to its whole process group from another process, as a scheduler sends them. The runs in
+subprocesses have loader workers, as every LRA task has, and each leads its own process group.
 """
 
 from __future__ import annotations
@@ -35,23 +36,31 @@ from lra.job.train import run
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_STEPS, EVAL_EVERY, SIGNAL_STEP = 12, 4, 6
+WORKERS = 2  # loader workers per process, as conf/config.yaml gives every LRA task
 
 
-def signal_at(step: int, name: str, marker: Path) -> list[str]:
-    """Overrides that send this run the signal ``name`` after training step ``step`` (once)."""
+def signal_at(step: int, name: str, marker: Path, group: bool = False, during: str = "training") -> list[str]:
+    """Overrides that send this run the signal ``name`` after training step ``step`` (once); ``group``:
+    to its whole process group, from another process; ``during``: ``validation`` sends it during the
+    evaluation after that step."""
     return [
         "+callbacks.signal._target_=helpers.signal_at_step.SignalAtStep",
         f"+callbacks.signal.step={step}",
         f"+callbacks.signal.signal={name}",
         f"+callbacks.signal.once={marker}",
+        *([f"+callbacks.signal.group={group}"] if group else []),
+        *([f"+callbacks.signal.during={during}"] if during != "training" else []),
     ]
 
 
 def short_run(data_root: Path, *extra: str) -> list[str]:
-    """12 ListOps steps on the tiny data (a longer fast dev run), evaluated every 4 steps, W&B and CSV."""
+    """12 ListOps steps on the tiny data (a longer fast dev run) with loader workers, evaluated every 4
+    steps, W&B and CSV."""
     return [
         "attention=standard",
-        *tiny_data_overrides(data_root, "logger=wandb", f"trainer.max_steps={MAX_STEPS}"),
+        *tiny_data_overrides(
+            data_root, "logger=wandb", f"trainer.max_steps={MAX_STEPS}", f"num_workers={WORKERS}"
+        ),
         f"task.eval_every={EVAL_EVERY}",
         *extra,
     ]
@@ -66,8 +75,14 @@ def lra(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         "HYDRA_FULL_ERROR": "0",
     }
     env.pop("WANDB_MODE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "lra", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
+    return subprocess.run(  # its own process group, as a scheduler's job: a signal to it stays there
+        [sys.executable, "-m", "lra", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        start_new_session=True,
     )
 
 
@@ -85,6 +100,23 @@ def run_folders(cwd: Path) -> list[Path]:
     return sorted(cwd.glob("outputs/listops-standard-s0/*"))
 
 
+def assert_same_as(run_dir: Path, reference: Path, stage_metrics: tuple[str, ...] = ()) -> None:
+    """``run_dir`` ended as ``reference`` did, to the last bit: its final weights, every logged loss
+    and accuracy (and ``stage_metrics``), and its summary's tested figures."""
+    final = [
+        checkpoint(folder / "checkpoints" / "last.ckpt")["state_dict"] for folder in (run_dir, reference)
+    ]
+    assert final[0].keys() == final[1].keys()
+    assert all(torch.equal(final[0][key], final[1][key]) for key in final[0]), "final weights differ"
+    for column in ("train/loss", "val/acc", "val/loss", *stage_metrics):
+        assert csv_rows(run_dir, column) == csv_rows(reference, column), column
+    summaries = [
+        json.loads((folder / "summary.json").read_text())["metrics"] for folder in (run_dir, reference)
+    ]
+    for key in ("val/acc_best", "test/acc", "test/loss"):
+        assert summaries[0][key] == summaries[1][key], key
+
+
 def assert_finished_as_one_run(run_dir: Path) -> dict:
     """The run ended at MAX_STEPS with one row per step in its CSV (continued, not restarted)."""
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -99,8 +131,14 @@ def assert_finished_as_one_run(run_dir: Path) -> dict:
 
 
 @pytest.mark.slow  # python -m lra in subprocesses, signalled mid-run
-def test_sigterm_saves_the_state_and_resume_auto_continues_the_same_run(data_root, tmp_path):
-    args = short_run(data_root, "logger=wandb", *signal_at(SIGNAL_STEP, "SIGTERM", tmp_path / "sent"))
+def test_sigterm_to_the_group_saves_the_state_and_resume_auto_continues_the_same_run(
+    data_root, tmp_path, uninterrupted
+):
+    """SIGTERM to the whole process group, loader workers included, as a scheduler sends it: the run
+    stops at the step with its state saved, and the resumed run ends as an uninterrupted one."""
+    args = short_run(
+        data_root, "logger=wandb", *signal_at(SIGNAL_STEP, "SIGTERM", tmp_path / "sent", group=True)
+    )
     stopped = lra(args, tmp_path)
     assert stopped.returncode == SIGTERM_EXIT_STATUS, stopped.stderr[-3000:]
     (run_dir,) = run_folders(tmp_path)
@@ -123,11 +161,16 @@ def test_sigterm_saves_the_state_and_resume_auto_continues_the_same_run(data_roo
     assert summary["metrics"]["val/acc_best"] == max(value for _, value in csv_rows(run_dir, "val/acc"))
     wandb_runs = sorted(path.name for path in (run_dir / "wandb").glob("offline-run-*"))
     assert len(wandb_runs) == 2 and all(name.endswith(f"-{run_id}") for name in wandb_runs)
+    assert_same_as(run_dir, uninterrupted)
 
 
 @pytest.mark.slow  # python -m lra in subprocesses, signalled mid-run
-def test_sigkill_resumes_from_the_last_evaluation(data_root, tmp_path):
-    args = short_run(data_root, "logger=csv", *signal_at(SIGNAL_STEP, "SIGKILL", tmp_path / "sent"))
+def test_sigkill_resumes_from_the_last_evaluation_and_ends_as_an_uninterrupted_run(
+    data_root, tmp_path, uninterrupted
+):
+    args = short_run(
+        data_root, "logger=csv", *signal_at(SIGNAL_STEP, "SIGKILL", tmp_path / "sent", group=True)
+    )
     killed = lra(args, tmp_path)
     assert killed.returncode == -signal.SIGKILL
     (run_dir,) = run_folders(tmp_path)
@@ -140,6 +183,7 @@ def test_sigkill_resumes_from_the_last_evaluation(data_root, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert run_folders(tmp_path)[0] == run_dir
     assert_finished_as_one_run(run_dir)
+    assert_same_as(run_dir, uninterrupted)
 
 
 def in_process(data_root: Path, *extra: str, attention: str = "standard", max_steps: int = MAX_STEPS):

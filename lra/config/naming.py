@@ -26,7 +26,7 @@ ALWAYS_NAMED = ("task", "attention", "seed")
 # what it computes: a run may resume with others, the report gives them one row (lra.job.run_identity),
 # and a search's name leaves them out (lra.search.study).
 IGNORED_KEYS = (
-    "resume", "num_workers", "threads", "steady_heap", "data_root",
+    "resume", "num_workers", "persistent_workers", "threads", "steady_heap", "data_root",
     "logger", "trainer.enable_progress_bar", "trainer.enable_model_summary", "tuning_axes",
     # defaults other keys read: the resolved trainer.max_steps is what ran, the attention's options hold
     # what features set, and summary.json's device says where it ran

@@ -2,8 +2,9 @@
 config (``lra.job.resolve.job_records``) and handed to that part's builder alone.
 
 - ``DataRecord``: the datamodule (``lra.data``), from ``task.*`` (set, shapes, batch), ``data_root``,
-  ``num_workers``, ``seed``, ``debug_data_size``; with a ``RecallRecord`` (``task.generator``) when the
-  task's examples come from a recall generator of ``data_prep.recall`` instead of a prepared set.
+  ``num_workers``, ``persistent_workers``, ``seed``, ``debug_data_size``; with a ``RecallRecord``
+  (``task.generator``) when the task's examples come from a recall generator of ``data_prep.recall``
+  instead of a prepared set.
 - ``ModelRecord``: the encoder (``LRAClassifier``), from ``model.*``, ``attention.*`` and the task's shapes.
 - ``OptimRecord``: the LightningModule (``LRALitModule``), from ``task.lr/weight_decay/warmup_steps``
   and ``protocol.*``.
@@ -53,6 +54,7 @@ class DataRecord:
     dual: bool  # Retrieval: two documents an example
     val_from_test: bool
     num_workers: int
+    persistent_workers: bool  # the loader workers live for the whole fit
     seed: int
     small_size: int | None  # debug_data_size: a small stand-in set when the recipe's is missing
     accumulate: int  # trainer.accumulate_grad_batches: batches per optimizer step

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 import data_prep
 from lra.config.errors import ConfigError
 from lra.config.records import DataRecord
+from lra.data.workers import WorkerLoader, worker_loader
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ class LRADataModule(L.LightningDataModule):
     ``num_classes`` the model is built for; ``setup`` checks the prepared set against them.
     ``small_size`` (``debug_data_size``, set by ``debug=fdr``): when the recipe's set is missing, a small
     set of that many training examples is built and used instead (``data_prep.small_sets``).
+    ``num_workers`` loader processes serve each loader (``persistent_workers``: for the whole fit, else
+    anew at each pass); they leave SIGTERM and SIGINT to this process (``lra.data.workers``).
     """
 
     BATCH_SIZE_KEY = "task.batch_size"  # the key that sets ``batch_size``, for its error
@@ -108,6 +111,7 @@ class LRADataModule(L.LightningDataModule):
         dual: bool = False,
         val_from_test: bool = False,
         num_workers: int = 0,
+        persistent_workers: bool = True,
         seed: int = 0,
         small_size: int | None = None,
         accumulate: int = 1,
@@ -120,6 +124,7 @@ class LRADataModule(L.LightningDataModule):
         self.dual = dual
         self.val_from_test = val_from_test
         self.num_workers = num_workers
+        self.persistent_workers = persistent_workers
         self.seed = seed
         self.small_size = small_size
         self.accumulate = accumulate
@@ -143,6 +148,7 @@ class LRADataModule(L.LightningDataModule):
             dual=record.dual,
             val_from_test=record.val_from_test,
             num_workers=record.num_workers,
+            persistent_workers=record.persistent_workers,
             seed=record.seed,
             small_size=record.small_size,
             accumulate=record.accumulate,
@@ -229,13 +235,13 @@ class LRADataModule(L.LightningDataModule):
                 f"{'two documents' if prepared.dual else 'one sequence'} per example ({where})"
             )
 
-    def loader(self, name: str) -> DataLoader:
+    def loader(self, name: str) -> WorkerLoader:
         train = name == "train"
         if train and self.trainer is not None:  # under DDP, this process's share of each epoch
             self.train_sampler.shard(self.trainer.world_size, self.trainer.global_rank)
         if train:  # whole optimizer steps only: N batches of B/N are the batches of B, in order
             self.train_sampler.whole_batches(self.batch_size * self.accumulate)
-        return DataLoader(
+        return worker_loader(
             self.splits[name],
             batch_size=self.batch_size,
             sampler=self.train_sampler if train else None,
@@ -244,7 +250,7 @@ class LRADataModule(L.LightningDataModule):
             # (dropout, random features) alone, so a resumed run draws what an uninterrupted one does
             generator=torch.Generator().manual_seed(self.seed),
             num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
+            persistent_workers=self.persistent_workers and self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
         )
 

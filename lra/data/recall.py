@@ -81,7 +81,15 @@ class RecallDataModule(LRADataModule):
     follows ``EpochPermutationSampler`` (fixed) or ``FreshOrder`` (fresh), so a resumed run sees the
     batches an uninterrupted one does."""
 
-    def __init__(self, *, recall: RecallRecord, batch_size: int, num_workers: int = 0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        recall: RecallRecord,
+        batch_size: int,
+        num_workers: int = 0,
+        persistent_workers: bool = True,
+        seed: int = 0,
+    ) -> None:
         super().__init__(
             root=".",
             dataset=recall.generator,
@@ -89,6 +97,7 @@ class RecallDataModule(LRADataModule):
             expected={},
             val_from_test=True,
             num_workers=num_workers,
+            persistent_workers=persistent_workers,
             seed=seed,
         )
         self.recall = recall
@@ -96,8 +105,13 @@ class RecallDataModule(LRADataModule):
 
     @classmethod
     def of_record(cls, record: DataRecord) -> RecallDataModule:
-        batch, workers = record.batch_size, record.num_workers
-        return cls(recall=record.recall, batch_size=batch, num_workers=workers, seed=record.seed)
+        return cls(
+            recall=record.recall,
+            batch_size=record.batch_size,
+            num_workers=record.num_workers,
+            persistent_workers=record.persistent_workers,
+            seed=record.seed,
+        )
 
     def prepare_data(self) -> None:
         """Nothing to prepare: ``setup`` draws the sets."""

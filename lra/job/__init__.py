@@ -6,7 +6,7 @@
 - plan and identity: ``run_identity``, ``resume``, ``rank_plan``, ``run_lock``;
 - stages: ``trainers``, ``callbacks``, ``training_state``, ``pretrain_stage``, ``loggers``,
   ``csv_metrics``, ``progress_bar``, ``console``, ``memory``;
-- signals and files: ``agreed_stop``, ``preemption``, ``disk_full``, ``checkpoint_files``;
+- signals and files: ``agreed_stop``, ``preemption``, ``sweep_stop``, ``disk_full``, ``checkpoint_files``;
 - outcome: ``job_state``, ``job_end``.
 
 May import ``lra.config``, ``lra.data``, ``lra.model``, ``lra.results``, ``lra.search`` (the study

@@ -5,8 +5,10 @@ signalled while its peers are in another collective (the backward all-reduce) wa
 and a rank signalled alone stops alone. ``AgreedStop`` replaces that connector for every
 ``trainer.fit`` and ``trainer.test`` of the Trainer it is given to:
 
-- the handlers of SIGTERM and SIGINT only note the signal in this process (``StopFlag``); a second
-  SIGINT while a stop is pending raises ``KeyboardInterrupt`` as usual, to force the exit;
+- the handlers of SIGTERM and SIGINT only note the signal in this process (``StopFlag``, a
+  ``lra.config.stop_signals.NotedStop``); a second SIGINT while a stop is pending raises ``KeyboardInterrupt``
+  as usual, to force the exit. Inside a sweep (``lra.job.sweep_stop``) they pass each signal on to the
+  sweep's handlers, and a signal the sweep noted before training started stops it after its first step;
 - at the end of every training step the processes agree on it: one all-reduce (maximum) of the noted
   signal's number, so a signal to any subset of the ranks stops them all; on one process there is no
   collective;
@@ -21,7 +23,6 @@ Outside training (the tests after ``fit``) a noted signal changes nothing: the r
 from __future__ import annotations
 
 import signal
-from types import FrameType
 from typing import Any
 
 import lightning as L
@@ -30,21 +31,23 @@ import torch.distributed as dist
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnector
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+from lra.config.stop_signals import STOP_SIGNALS, NotedStop, current_note
 
 
-class StopFlag(_SignalConnector):
+class StopFlag(_SignalConnector, NotedStop):
     """Lightning's signal connector with handlers that only note a stop signal (``noted``: its number,
-    0 for none); ``agreed``: the signal the processes agreed to stop on (set by ``AgreedStop``)."""
+    0 for none; ``NotedStop``, inside the sweep's when there is one); ``agreed``: the signal the
+    processes agreed to stop on (set by ``AgreedStop``)."""
 
     def __init__(self, trainer: L.Trainer) -> None:
-        super().__init__(trainer)
-        self.noted = 0
-        self.interrupted = False  # a SIGINT was noted
+        _SignalConnector.__init__(self, trainer)
+        NotedStop.__init__(self)
         self.agreed: signal.Signals | None = None
 
     def register_signal_handlers(self) -> None:
         self.received_sigterm = False
+        outer = current_note()  # the sweep's, or a flag's left in place after its agreed stop: that one's
+        NotedStop.__init__(self, outer=outer.outer if isinstance(outer, StopFlag) else outer)
         self._original_handlers = self._get_current_signal_handlers()  # teardown puts them back
         for signum in STOP_SIGNALS:
             self._register_signal(signum, self.note)
@@ -54,12 +57,6 @@ class StopFlag(_SignalConnector):
             for signum in STOP_SIGNALS:
                 self._original_handlers.pop(signum, None)
         super().teardown()
-
-    def note(self, signum: int, frame: FrameType | None) -> None:
-        if signum == signal.SIGINT and self.interrupted:
-            raise KeyboardInterrupt  # Ctrl+C twice: do not wait for the end of the step
-        self.interrupted = self.interrupted or signum == signal.SIGINT
-        self.noted = max(self.noted, signum)
 
 
 class AgreedStop(Callback):

@@ -89,6 +89,7 @@ CONFIG_KEYS: dict[str, Any] = {
     "protocol.attention_dropout": Probability,  # the exact cores' option of the same name and type
     "seed": Seed,
     "num_workers": NonNegativeInt,
+    "persistent_workers": bool,
     "features": PositiveInt | None,
     "threads": PositiveInt | None,
     "steady_heap": bool,

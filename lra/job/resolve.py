@@ -94,6 +94,7 @@ def data_record(cfg: DictConfig, batch_size: int) -> DataRecord:
         dual=task.dual,
         val_from_test=task.val_from_test,
         num_workers=cfg.num_workers,
+        persistent_workers=cfg.persistent_workers,
         seed=cfg.seed,
         small_size=cfg.debug_data_size,
         accumulate=cfg.trainer.accumulate_grad_batches,

@@ -147,7 +147,7 @@ def train_and_test(records: JobRecords, plan: RunPlan, state: JobState) -> None:
         torch.set_num_threads(run.threads)
     if run.steady_heap and not keep_freed_heap():
         log.info("steady_heap: this C library is not glibc; its malloc keeps its own settings")
-    L.seed_everything(run.seed, workers=True, verbose=False)
+    L.seed_everything(run.seed, verbose=False)
     # a bad model or attention option stops here, before any data work
     module = build_module(records.optim, build_model(records.model))
     datamodule = state.datamodule = build_datamodule(records.data)
@@ -164,7 +164,7 @@ def train_and_test(records: JobRecords, plan: RunPlan, state: JobState) -> None:
     state.loggers = build_loggers(run.loggers, identity, plan.directory, run.hparams, resumed)
     prepare_encoder(records.pretrain, module.model.encoder, plan, state.loggers, state)
     if run.masked:  # fine-tuning draws the same however (and whether in this job) it was pretrained
-        L.seed_everything(run.seed, workers=True, verbose=False)
+        L.seed_everything(run.seed, verbose=False)
     parts = state.parts = build_trainer(records.trainer, plan.directory, state.loggers, run.masked)
     if records.model.state_size is not None:  # logged and kept with the efficiency monitor's model/*
         parts.efficiency.metrics[STATE_SIZE] = records.model.state_size

@@ -47,9 +47,13 @@ class TrainingOrderState(Callback):
       index within its permutation where the next batch starts (all processes' batches together);
     - the torch (CPU and CUDA), numpy and Python RNG states at the moment of saving.
 
-    A resumed run puts both back at the start of training (after Lightning's sanity check, which runs
-    with its RNG isolated). The loaders draw their worker seeds from their own generators
-    (``LRADataModule.loader``), never from the global one.
+    A resumed run puts the sampler back as soon as the checkpoint is loaded, before Lightning creates
+    the training loader's iterator: with loader workers (``num_workers`` > 0) that iterator draws its
+    first batches' indices from the sampler at once, to prefetch them, and the position must already
+    be in place. The RNG states go back at the start of training (after Lightning's sanity check,
+    which runs with its RNG isolated). The loaders draw their worker seeds from their own generators
+    (``LRADataModule.loader``), never from the global one, and nothing in a worker draws from a
+    worker's RNG: a batch is a function of its indices alone.
     """
 
     def __init__(self) -> None:
@@ -74,11 +78,15 @@ class TrainingOrderState(Callback):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.restored = state_dict or None
+        """Put the training sampler where the checkpoint stood (``setup`` has run: Lightning loads the
+        checkpoint after it), and keep the RNG states for the start of training."""
+        if not state_dict:
+            return
+        self.trainer.datamodule.train_sampler.resume_at(state_dict["epoch"], state_dict["index"])
+        self.restored = state_dict["rng"]
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.restored is None:
             return
-        trainer.datamodule.train_sampler.resume_at(self.restored["epoch"], self.restored["index"])
-        set_rng_states(self.restored["rng"])
+        set_rng_states(self.restored)
         self.restored = None

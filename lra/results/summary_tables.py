@@ -143,13 +143,23 @@ def without_retried(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in summaries if not (s["status"] == KILLED and s.get("fingerprint") in done)]
 
 
+def print_sweep_table(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Print the table of the jobs of the sweep in ``sweep_dir`` (none when no job wrote a summary or left
+    a run killed without a word) and return their summaries."""
+    summaries = without_retried(read_summaries(sweep_dir, killed_summary))
+    if summaries:
+        print(f"\nSweep {sweep_dir}:\n{format_table(summaries)}", flush=True)
+    return summaries
+
+
 class SweepSummary(HydraCallback):
     """Before a multirun: hand the keys it sweeps to its jobs, which name themselves with them
     (``lra.config.naming``). After it: print the table of every job, with a column per swept option, and
     exit non-zero when any job did not complete.
 
     Each job records its own outcome in its summary.json and the sweep goes on past a failed job;
-    this is the one place that reports the sweep as a whole.
+    this is the one place that reports the sweep as a whole, but for a sweep that a stop signal ends
+    (``lra.job.sweep_stop`` prints its table then).
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -157,11 +167,7 @@ class SweepSummary(HydraCallback):
         record_swept_keys(list(config.hydra.overrides.task), dict(params))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        summaries = without_retried(read_summaries(sweep_dir, killed_summary))
-        if not summaries:
-            return
-        print(f"\nSweep {sweep_dir}:\n{format_table(summaries)}", flush=True)
+        summaries = print_sweep_table(Path(config.hydra.sweep.dir))
         unfinished = [summary for summary in summaries if summary["status"] != "completed"]
         if unfinished:
             print(
