@@ -111,3 +111,17 @@ def test_which_kernel_runs(monkeypatch):
     assert runs_fla("gla", "fla", cuda)
     monkeypatch.setitem(sys.modules, "fla.ops", None)
     assert not runs_fla("gla", "auto", cuda)  # auto without fla: the PyTorch form, on any device
+
+
+@pytest.mark.parametrize(
+    ("capability", "triton_version", "runs"),
+    [((9, 0), "3.6.0", False), ((9, 0), "3.7.1", True), ((8, 0), "3.6.0", True), ((9, 0), "3.3.1", True)],
+)
+def test_auto_leaves_fla_where_it_refuses_the_gpu(monkeypatch, capability, triton_version, runs):
+    """fla 0.6 refuses its gated backward on Hopper with Triton 3.4.0 to 3.7.0 (its issue 640)."""
+    triton = pytest.importorskip("triton")
+    pytest.importorskip("fla.ops", reason='fla is not installed: pip install -e ".[fla]"')
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(triton, "__version__", triton_version)
+    assert runs_fla("gla", "auto", torch.device("cuda")) is runs
+    assert runs_fla("gla", "fla", torch.device("cuda"))  # asked for: fla's own error says why

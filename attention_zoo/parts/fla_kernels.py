@@ -2,10 +2,11 @@
 only: flash-linear-attention, the ``fla`` extra) or the plain PyTorch forms of ``attention_zoo.parts``,
 and the calls into fla's kernels.
 
-``kernel``: ``auto`` runs fla's kernel on CUDA tensors when fla is installed and the PyTorch form
-otherwise; ``fla`` always runs fla's and is refused in one line without fla, without a CUDA GPU, or
-on tensors elsewhere; ``torch`` always runs the PyTorch form. fla is imported only when its kernel
-runs (or ``kernel=fla`` is checked), so nothing here needs it installed.
+``kernel``: ``auto`` runs fla's kernel on CUDA tensors when fla is installed and computes correctly
+there (``fla_fits``), and the PyTorch form otherwise; ``fla`` always runs fla's and is refused in one
+line without fla, without a CUDA GPU, or on tensors elsewhere; ``torch`` always runs the PyTorch form.
+fla is imported only when its kernel runs (or ``kernel=fla`` is checked), so nothing here needs it
+installed.
 
 fla's chunk kernels take every tensor in the tokens' layout [B, T, H, D] and the decay as per-step
 log decays (``g``), which is the layout of the PyTorch forms here too: one call site serves both.
@@ -14,6 +15,7 @@ log decays (``g``), which is the layout of the PyTorch forms here too: one call 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Literal
 
@@ -51,12 +53,28 @@ def check_kernel(name: str, kernel: Kernel) -> None:
 
 def runs_fla(name: str, kernel: Kernel, device: torch.device) -> bool:
     """Whether a core of ``name`` on tensors on ``device`` runs fla's kernel: ``auto`` on CUDA with fla
-    installed, ``fla`` always (a one-line ``ValueError`` on tensors off CUDA), ``torch`` never."""
+    installed where it fits the GPU (``fla_fits``), ``fla`` always (a one-line ``ValueError`` on tensors
+    off CUDA; fla's own error where it refuses the GPU), ``torch`` never."""
     if kernel == "torch":
         return False
     if kernel == "fla" and device.type != "cuda":
         raise ValueError(f"attention {name!r}: kernel=fla runs on CUDA tensors, got {device.type} tensors")
-    return device.type == "cuda" and (kernel == "fla" or fla_import_error() is None)
+    if kernel == "fla":
+        return True
+    return device.type == "cuda" and fla_import_error() is None and fla_fits(device)
+
+
+def fla_fits(device: torch.device) -> bool:
+    """Whether fla's kernels compute correctly on the CUDA ``device``: fla 0.6 refuses the gated
+    backward on Hopper GPUs (compute capability 9) with Triton from 3.4.0 below 3.7.1, where Triton gives
+    wrong results, unless tilelang serves it (flash-linear-attention issue 640,
+    ``fla/ops/common/chunk_o.py``)."""
+    if torch.cuda.get_device_capability(device)[0] != 9 or importlib.util.find_spec("tilelang"):
+        return True
+    import triton
+    from packaging.version import Version
+
+    return not Version("3.4.0") <= Version(triton.__version__) < Version("3.7.1")
 
 
 def fla_function(module: str, function: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
