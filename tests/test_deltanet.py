@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.fla_gpu import needs_fla_on_this_gpu
 
 import attention_zoo
 from attention_zoo.parts.delta_chunks import delta_rule, l2_normalised
@@ -162,6 +163,7 @@ def test_the_decay_starts_as_fla_layer_draws_it():
 
 
 @pytest.mark.cuda
+@needs_fla_on_this_gpu
 @pytest.mark.parametrize("length", [40, 300])  # fla's layers switch kernels at 64 tokens; the core never does
 @pytest.mark.parametrize(
     ("decay", "dtype", "tolerance"),
@@ -188,6 +190,7 @@ def test_fla_chunk_kernel_is_the_torch_form(decay, dtype, tolerance, length):
 
 
 @pytest.mark.cuda
+@needs_fla_on_this_gpu
 @pytest.mark.parametrize("name", ["deltanet", "gated_deltanet"])
 def test_the_mixer_on_fla_kernel_is_the_mixer_on_the_torch_form(name):
     """A padded batch both ways in float32: ``kernel=fla`` and ``kernel=torch`` with the same weights."""

@@ -8,11 +8,12 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.fla_gpu import needs_fla_on_this_gpu
 
 import attention_zoo
 from attention_zoo.parts.gated_chunks import gated_linear_attention
 
-pytestmark = pytest.mark.cuda
+pytestmark = [pytest.mark.cuda, needs_fla_on_this_gpu]
 pytest.importorskip("fla.ops", reason='fla is not installed: pip install -e ".[fla]"')
 
 TOLERANCE = 5e-3
