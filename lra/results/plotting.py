@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # The built-in attentions and the benchmarks' naive baseline, each with a colour of its own
 # (matplotlib's tab10, then tab20b's darker hues for the state-space mixers, Dark2's mustard for window,
-# tab20b's and tab20c's other hues for the modern mixers; black for the naive QKᵀ baseline).
+# hues of their own for the modern mixers, each family near its relative; black for the naive QKᵀ baseline).
 ATTENTION_COLORS = {
     "standard": "#1f77b4",
     "nystrom": "#ff7f0e",
@@ -43,14 +43,14 @@ ATTENTION_COLORS = {
     "s4d": "#637939",
     "mamba": "#7b4173",
     "window": "#e6ab02",
-    # the modern mixers: tab20b's and tab20c's other hues
-    "based": "#d6616b",
-    "gla": "#e7ba52",
+    # the modern mixers
+    "based": "#fa8072",
+    "gla": "#00796b",
     "retnet": "#5254a3",
-    "deltanet": "#756bb1",
-    "gated_deltanet": "#ce6dbd",
+    "deltanet": "#9ccc65",
+    "gated_deltanet": "#33691e",
     "mamba2": "#a55194",
-    "hyena": "#8ca252",
+    "hyena": "#5d4037",
     "naive": "#000000",
 }
 # Colours for attentions from other packages, picked by a hash of the name (stable across runs).
