@@ -34,19 +34,42 @@ def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
     return [static_root(patterns[mode]["dir"], output_dir.parent) for mode in ("run", "sweep")]
 
 
+def refused(hydra_config: DictConfig, output_dir: Path, error: str) -> float:
+    """A job its config check refused (``lra.results.refused_jobs``): its folder goes; a single run stops
+    with one line and exit status 1, a sweep's job leaves a note for the sweep's table and the sweep goes
+    on (the objective of a search: NaN)."""
+    from lra.results.refused_jobs import discard_job_folder, note_refused
+
+    folder = output_dir.resolve()
+    roots = [root.resolve() for root in resume_roots(hydra_config, output_dir)]
+    discard_job_folder(
+        folder, hydra_config.job.name, next((r for r in roots if r in folder.parents), folder.parent)
+    )
+    if hydra_config.mode == RunMode.RUN:
+        print(f"lra: failed: {error}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    overrides = list(hydra_config.overrides.task)
+    note_refused(Path(hydra_config.sweep.dir), hydra_config.job.num, overrides, error)
+    print(f"lra: job #{hydra_config.job.num} could not start: {error}", file=sys.stderr, flush=True)
+    return float("nan")
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> float:
     from lra.config.errors import ConfigError
     from lra.search.best import apply_best, objective
 
     hydra_config = HydraConfig.get()
+    output_dir = Path(hydra_config.runtime.output_dir)
     try:
         if hydra_config.mode == RunMode.RUN and hydra_config.runtime.choices.get("hparams_search"):
             raise ConfigError("hparams_search is a search over many runs: add -m")
         cfg = apply_best(cfg)
+        from lra.job.checks import check_config
+
+        check_config(cfg)  # every value error a config can show, before anything of the run is written
     except ConfigError as error:
-        print(f"lra: failed: {error}", file=sys.stderr, flush=True)
-        sys.exit(1)
+        return refused(hydra_config, output_dir, str(error))
     from lra.job.preemption import SubmititRequeue  # imported here so that a bad command line fails
     from lra.job.train import run  # before torch loads
 
@@ -57,7 +80,6 @@ def main(cfg: DictConfig) -> float:
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
     # Its advice on mid-epoch resumes: the loader's position travels in lra.job.training_state's callback.
     warnings.filterwarnings("ignore", message=r".*resuming from a checkpoint that ended before the epoch")
-    output_dir = Path(hydra_config.runtime.output_dir)
     job_overrides = list(hydra_config.overrides.task)
     requeue = SubmititRequeue.install()  # a SLURM job: pre-emption and time-outs requeue it
     try:

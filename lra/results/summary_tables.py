@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 from lra.config.naming import record_swept_keys, short_keys
 from lra.one_line import one_line
 from lra.results.killed_jobs import KILLED, killed_summary
+from lra.results.refused_jobs import refused_lines
 from lra.results.summary_json import read_summaries
 
 
@@ -167,8 +168,14 @@ class SweepSummary(HydraCallback):
         record_swept_keys(list(config.hydra.overrides.task), dict(params))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        summaries = print_sweep_table(Path(config.hydra.sweep.dir))
+        sweep_dir = Path(config.hydra.sweep.dir)
+        summaries = print_sweep_table(sweep_dir)
+        refused = refused_lines(sweep_dir)
+        if refused:
+            print("\n".join(refused), file=sys.stderr, flush=True)
         unfinished = [summary for summary in summaries if summary["status"] != "completed"]
+        if refused and not unfinished:
+            sys.exit(1)
         if unfinished:
             print(
                 f"{len(unfinished)} of {len(summaries)} jobs did not complete; each one's summary.json "

@@ -41,6 +41,7 @@ from optuna.trial import TrialState
 
 from lra.config.errors import ConfigError
 from lra.config.naming import STUDY_ENV, SWEPT_KEYS_ENV
+from lra.results.refused_jobs import refused_error
 from lra.results.summary_json import job_summary_file
 from lra.search.best import BEST_FILE, tuned_command, write_best
 from lra.search.sampler import TrialSeeded
@@ -274,7 +275,8 @@ def job_outcome(job: JobReturn) -> tuple[float, str | None, str | None]:
     if math.isfinite(value):
         return value, None, run_dir
     if summary_file is None:
-        return math.nan, f"returned {value}", run_dir
+        refused = refused_error(output_dir.parent, job.hydra_cfg.hydra.job.num)  # the sweep's folder
+        return math.nan, f"refused: {refused}" if refused else f"returned {value}", run_dir
     summary = json.loads(summary_file.read_text())
     return math.nan, f"{summary['status']}: {summary['error']}", run_dir
 
