@@ -99,15 +99,14 @@ def panel_grid(count: int, title: str) -> tuple[Figure, list[Axes]]:
 
 
 def legend_below_panels(
-    fig: Figure, axes: Sequence[Axes], handles: dict[str, object] | None = None
+    fig: Figure, axes: Sequence[Axes], handles: dict[str, object] | None = None, notes: dict | None = None
 ) -> Legend:
     """One legend for all panels below them, in the order of the labels (the panels' labelled
-    artists, or ``handles``: label -> artist), the figure made taller by the legend's height so that
-    the panels keep their size."""
+    artists, or ``handles``: label -> artist), then ``notes`` (what a line or marker style means), the
+    figure made taller by the legend's height so that the panels keep their size."""
     entries = legend_entries(axes) if handles is None else handles
-    legend = legend_below(
-        fig, dict(sorted(entries.items(), key=lambda item: natural_key(item[0]))), MAX_COLUMNS
-    )
+    ordered = dict(sorted(entries.items(), key=lambda item: natural_key(item[0])))
+    legend = legend_below(fig, {**ordered, **(notes or {})}, MAX_COLUMNS)
     renderer = fig.canvas.get_renderer()
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.1)
     return legend

@@ -175,7 +175,7 @@ def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
         log_axis(ax, "x")
         ax.grid(True, which="both", alpha=0.3)
     chance, edge = proxies(fig)
-    legend_below_panels(fig, axes, {**handles, "chance (1 / pairs)": chance, EDGE_NOTE: edge})
+    legend_below_panels(fig, axes, handles, {"chance (1 / pairs)": chance, EDGE_NOTE: edge})
     return fig
 
 
