@@ -120,6 +120,12 @@ def register(
         missing = [arg for arg in shapes if arg not in params]
         if missing:
             raise TypeError(f"{cls.__name__}.__init__ must accept {missing}")
+        stray = [arg for arg in SHAPE_ARGUMENTS if arg in params and arg not in shapes]
+        if stray:  # the model passes these only to entries of the other kind: as options they would be lost
+            raise TypeError(
+                f"{cls.__name__}.__init__ takes {stray}, shape arguments of the other kind of entry; "
+                f"name the option otherwise (a mixer's heads: `heads`)"
+            )
         if causal != ("causal" in params):
             flag = "registered with causal=True" if causal else "registered without causal=True"
             raise TypeError(f"{cls.__name__} is {flag}: its __init__ takes `causal` exactly when flagged")

@@ -15,6 +15,7 @@ from attention_zoo.registry import (
     PositiveInt,
     Probability,
     register_attention,
+    register_mixer,
 )
 
 
@@ -99,3 +100,15 @@ def test_an_option_without_an_annotation_cannot_be_registered():
                 super().__init__()
 
     assert "unannotated" not in attention_zoo.available()
+
+
+def test_a_mixer_cannot_take_a_cores_shape_argument_as_an_option():
+    """The model never passes num_heads to a mixer: an option of that name would be silently lost."""
+    with pytest.raises(TypeError, match=r"takes \['num_heads'\], shape arguments of the other kind"):
+
+        @register_mixer("heads_as_option")
+        class HeadsAsOption(nn.Module):
+            def __init__(self, *, dim: int, seq_len: int, num_heads: PositiveInt = 4) -> None:
+                super().__init__()
+
+    assert "heads_as_option" not in attention_zoo.available()
