@@ -34,7 +34,7 @@ def resume_roots(hydra_config: DictConfig, output_dir: Path) -> list[Path]:
     return [static_root(patterns[mode]["dir"], output_dir.parent) for mode in ("run", "sweep")]
 
 
-def refused(hydra_config: DictConfig, output_dir: Path, error: str) -> float:
+def refused(hydra_config: DictConfig, cfg: DictConfig, output_dir: Path, error: str) -> float:
     """A job its config check refused (``lra.results.refused_jobs``): its folder goes; a single run stops
     with one line and exit status 1, a sweep's job leaves a note for the sweep's table and the sweep goes
     on (the objective of a search: NaN)."""
@@ -48,8 +48,12 @@ def refused(hydra_config: DictConfig, output_dir: Path, error: str) -> float:
     if hydra_config.mode == RunMode.RUN:
         print(f"lra: failed: {error}", file=sys.stderr, flush=True)
         sys.exit(1)
+    from lra.config.naming import varied_options
+
     overrides = list(hydra_config.overrides.task)
-    note_refused(Path(hydra_config.sweep.dir), hydra_config.job.num, overrides, error)
+    row = {"task": cfg.task.name, "attention": cfg.attention.name, "seed": cfg.seed}
+    row["options"] = varied_options(overrides, scratch=cfg.get("pretrain", {}).get("mode") == "none")
+    note_refused(Path(hydra_config.sweep.dir), hydra_config.job.num, overrides, error, row)
     print(f"lra: job #{hydra_config.job.num} could not start: {error}", file=sys.stderr, flush=True)
     return float("nan")
 
@@ -69,7 +73,7 @@ def main(cfg: DictConfig) -> float:
 
         check_config(cfg)  # every value error a config can show, before anything of the run is written
     except ConfigError as error:
-        return refused(hydra_config, output_dir, str(error))
+        return refused(hydra_config, cfg, output_dir, str(error))
     from lra.job.preemption import SubmititRequeue  # imported here so that a bad command line fails
     from lra.job.train import run  # before torch loads
 

@@ -91,5 +91,5 @@ def test_a_failing_sweep_says_why_in_its_final_table(data_root, tmp_path):
     one_cycle = ["protocol.schedule=one_cycle", "task.warmup_steps=1000"]
     every = lra(["-m", "attention=nystrom,linformer", *one_cycle, *tiny], tmp_path)
     first_lines = every.stdout.split("\nSweep ")[-1].splitlines()
-    assert every.returncode == 1 and first_lines[1].startswith("All 2 jobs failed: task.warmup_steps=1000")
+    assert every.returncode == 1 and first_lines[1].startswith("All 2 jobs refused: task.warmup_steps=1000")
     assert first_lines[1].endswith("needs its peak within the run") and "why" not in first_lines[2]

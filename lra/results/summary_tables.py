@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from lra.config.naming import record_swept_keys, short_keys
 from lra.one_line import one_line
 from lra.results.killed_jobs import KILLED, killed_summary
-from lra.results.refused_jobs import refused_lines
+from lra.results.refused_jobs import refused_lines, refused_rows
 from lra.results.summary_json import read_summaries
 
 
@@ -145,9 +145,9 @@ def without_retried(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def print_sweep_table(sweep_dir: Path) -> list[dict[str, Any]]:
-    """Print the table of the jobs of the sweep in ``sweep_dir`` (none when no job wrote a summary or left
-    a run killed without a word) and return their summaries."""
-    summaries = without_retried(read_summaries(sweep_dir, killed_summary))
+    """Print the table of the jobs of the sweep in ``sweep_dir`` (none when no job wrote a summary, left
+    a run killed without a word or was refused) and return their summaries and refused jobs' rows."""
+    summaries = without_retried(read_summaries(sweep_dir, killed_summary)) + refused_rows(sweep_dir)
     if summaries:
         print(f"\nSweep {sweep_dir}:\n{format_table(summaries)}", flush=True)
     return summaries
@@ -174,12 +174,11 @@ class SweepSummary(HydraCallback):
         if refused:
             print("\n".join(refused), file=sys.stderr, flush=True)
         unfinished = [summary for summary in summaries if summary["status"] != "completed"]
-        if refused and not unfinished:
-            sys.exit(1)
         if unfinished:
+            where = "the lines above hold a refused job's, " if refused else ""
             print(
-                f"{len(unfinished)} of {len(summaries)} jobs did not complete; each one's summary.json "
-                f"holds its whole error",
+                f"{len(unfinished)} of {len(summaries)} jobs did not complete; {where}each one's "
+                f"summary.json holds its whole error",
                 file=sys.stderr,
                 flush=True,
             )
