@@ -161,11 +161,12 @@ def usual_values_line(runs: Sequence[Run]) -> str:
     several = len({protocol for _, _, protocol in panels}) > 1
     for (task, data, protocol), values in sorted(panels.items()):
         names = short_keys(list(values))
-        usual = [f"{names[key]}={value}" if value is not None else f"{names[key]} in every label (values tie)"
+        usual = [f"{names[key]}={value}" if value is not None else f"{names[key]} (values tie)"
                  for key, value in values.items()]  # fmt: skip
         where = ", ".join([*([data] if data else []), *([protocol] if several else [])])
         parts.append(f"{task}{f' ({where})' if where else ''}: {', '.join(usual)}")
     if not parts:
         return ""
-    lead = "- where a row's label does not name an option that varies, its run has the usual value of its "
-    return lead + f"task{' and protocol' if several else ''}: " + "; ".join(parts)
+    lead = "- the options that vary, with the value most runs of the same "
+    tail = " have (a row's label names the varying options its own command line set): "
+    return lead + f"task{' and protocol' if several else ''}{tail}" + "; ".join(parts)
