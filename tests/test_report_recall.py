@@ -115,10 +115,10 @@ def test_the_best_rate_by_validation_is_picked_named_and_counted(tier_root: Path
             "dim=64",
             "88.00",
             "lr=0.01",
-            "best of 4",
+            "best of 4 rates",
             "",
         ),  # 1e-2 has the best validation, 3.16e-3 the best test
-        ("dim=128", "93.00", "lr=0.01", "best of 4", ""),
+        ("dim=128", "93.00", "lr=0.01", "best of 4 rates", ""),
     ]
 
 
@@ -147,7 +147,7 @@ def test_a_run_of_another_vocabulary_and_head_count_stays_its_own_point_and_row(
     table = section(report(tier_root, tmp_path), "## MQAR: every point of the figure")
     other = [row for row in rows(table, "causal") if "vocab_size=8192" in row[2]]
     assert [(row[1], row[5], row[8], row[9]) for row in other] == [
-        ("64 tokens, 8 pairs, 10 steps", "0.06", "best of 1", "† one lr only")
+        ("64 tokens, 8 pairs, 10 steps", "0.06", "best of 1 rate", "† one lr only")
     ]
     figure = recall_vs_state(find_runs([tier_root]))
     legend = [text.get_text() for text in figure.legends[0].get_texts()]

@@ -83,6 +83,15 @@ class Pick:
         """How many tuning values (combinations) the pick was made from."""
         return len({tuning_values(run) for run in self.runs})
 
+    def tried_text(self) -> str:
+        """``best of 4 rates``, ``best of 6 (lr × weight_decay)``; ``-`` without tuning axes."""
+        names = list(short_keys(list(self.swept)).values())
+        if not names:
+            return "-"
+        count = self.tried()
+        what = ("rate" if count == 1 else "rates") if names == ["lr"] else f"({' × '.join(names)})"
+        return f"best of {count} {what}"
+
     def edge(self) -> str:
         """ "" when the pick is inside every axis's sweep, else what makes it an edge (module docstring):
         ``highest lr swept``, ``lowest lr swept``, ``one lr only``."""

@@ -55,7 +55,7 @@ def mqar_table(runs: Sequence[Run]) -> str:
         rows.append([
             setting(run), cell, label, state_text(run), f"{int(run.value(STATE_SIZE)):,}",
             percent(mean, std, seeds), percent(pick.validation()), pick.picked_text(),
-            f"best of {pick.tried()}", pick.edge() and f"{EDGE_MARK} {pick.edge()}",
+            pick.tried_text(), pick.edge() and f"{EDGE_MARK} {pick.edge()}",
         ])  # fmt: skip
     headers = ["setting", "cell", "mixer", "state axis", "state size", "test acc (%)", "val acc (%)",
                "picked", "from", "edge"]  # fmt: skip
