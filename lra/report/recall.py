@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import attention_zoo
 from lra.report.configurations import label_configurations
-from lra.report.panels import TITLE_SIZE, legend_below_panels, marker_of, panel_grid
+from lra.report.panels import SCRATCH_MARKERS, TITLE_SIZE, legend_below_panels, marker_of, panel_grid
 from lra.report.paper_layouts import FigureSpec
 from lra.report.recall_picks import Pick, picks, tuning_axes
 from lra.report.runs import Run
@@ -131,16 +131,18 @@ def panel_title(key: tuple[bool, int, int], members: Sequence[Pick]) -> str:
 
 def line_styles(labelled: Sequence[tuple[Pick, str]]) -> dict[str, tuple[str, str]]:
     """label -> (colour, marker): its attention's colour, and a marker of its own among that attention's
-    labels, the same in every panel."""
+    labels, the same in every panel. The markers start at a different shape for each attention (in name
+    order), so that mixers whose points coincide (many at 100%) still show apart."""
     by_attention: dict[str, list[str]] = defaultdict(list)
     for pick, label in labelled:
         if label not in by_attention[pick.run.attention]:
             by_attention[pick.run.attention].append(label)
-    return {
-        label: marker_of(attention, rank)
-        for attention, names in by_attention.items()
-        for rank, label in enumerate(sorted(names, key=natural_key))
-    }
+    styles = {}
+    for start, attention in enumerate(sorted(by_attention)):
+        for rank, label in enumerate(sorted(by_attention[attention], key=natural_key)):
+            color, _ = marker_of(attention, rank)
+            styles[label] = (color, SCRATCH_MARKERS[(start + rank) % len(SCRATCH_MARKERS)])
+    return styles
 
 
 def recall_vs_state(runs: Sequence[Run]) -> Figure | None:
