@@ -20,6 +20,9 @@ VARIANTS = [
     ("mamba", {"scan_chunk": 7}),
     ("gla", {"bidirectional": False, "chunk_size": 8}),
     ("gla", {"chunk_size": 5, "heads": 2}),
+    ("gla", {"use_short_conv": True, "bidirectional": False, "chunk_size": 8}),
+    ("gla", {"use_short_conv": True, "chunk_size": 5}),
+    ("retnet", {"use_short_conv": True, "chunk_size": 7}),
     ("retnet", {"bidirectional": False, "chunk_size": 16}),
     ("retnet", {"chunk_size": 7}),
     ("retnet", {"key_dim": 8}),  # heads of one key dimension: no pair to turn

@@ -36,9 +36,21 @@ def heads(x: torch.Tensor, width: int) -> torch.Tensor:
     return x.unflatten(-1, (-1, width))  # (n, H, width)
 
 
+def projected(mixer, x: torch.Tensor, which: int) -> torch.Tensor:
+    """GLA's and RetNet's q, k or v (``which`` 0, 1, 2) of one sequence x (n, dim): the projection, then
+    where the layer has one, SiLU of its causal depthwise convolution, each tap written out."""
+    u = x @ (mixer.q_proj, mixer.k_proj, mixer.v_proj)[which].weight.T  # (n, width)
+    if not len(mixer.convs):
+        return u
+    weight = mixer.convs[which].weight[:, 0]  # (width, taps): the last tap multiplies position t
+    taps = weight.shape[1]
+    earlier = [F.pad(u, (0, 0, lag, 0))[: len(u)] for lag in range(taps)]  # u shifted by lag, zeros first
+    return F.silu(sum(weight[:, taps - 1 - lag] * shifted for lag, shifted in enumerate(earlier)))
+
+
 def gated_heads_output(mixer, x: torch.Tensor, q, k, g) -> torch.Tensor:
     """GLA's and RetNet's recurrence per head, norm, swish gate and output, on one sequence x (n, dim)."""
-    v = heads(x @ mixer.v_proj.weight.T, mixer.head_v)
+    v = heads(projected(mixer, x, 2), mixer.head_v)
 
     def one_way(q, k, v, g):
         return recurrence(q[None], k[None], v[None], g[None], mixer.head_k**-0.5)[0]
@@ -49,14 +61,14 @@ def gated_heads_output(mixer, x: torch.Tensor, q, k, g) -> torch.Tensor:
 
 
 def gla_plain(mixer, x: torch.Tensor) -> torch.Tensor:
-    q, k = (heads(x @ p.weight.T, mixer.head_k) for p in (mixer.q_proj, mixer.k_proj))
+    q, k = (heads(projected(mixer, x, which), mixer.head_k) for which in (0, 1))
     low, full = mixer.gk_proj
     g = heads(F.logsigmoid((x @ low.weight.T) @ full.weight.T + full.bias) / 16, mixer.head_k)
     return gated_heads_output(mixer, x, q, k, g)
 
 
 def retnet_plain(mixer, x: torch.Tensor) -> torch.Tensor:
-    q, k = (heads(x @ p.weight.T, mixer.head_k) for p in (mixer.q_proj, mixer.k_proj))
+    q, k = (heads(projected(mixer, x, which), mixer.head_k) for which in (0, 1))
     positions, pairs = torch.arange(len(x)), mixer.head_k // 2  # an odd width's last dimension unturned
     q, k = (rotate(t.transpose(0, 1)[None], positions, 2 * pairs)[0].transpose(0, 1) for t in (q, k))
     gamma = torch.tensor([1 - 2.0 ** (-5 - h) for h in range(q.shape[1])])  # RetNet §2.2
@@ -105,7 +117,10 @@ PLAIN = {"gla": gla_plain, "retnet": retnet_plain, "based": based_plain, "mamba2
 CASES = [
     ("gla", {}),
     ("gla", {"bidirectional": False, "chunk_size": 8}),
+    ("gla", {"use_short_conv": True}),
+    ("gla", {"use_short_conv": True, "conv_size": 3, "bidirectional": False, "chunk_size": 8}),
     ("retnet", {"heads": 4}),
+    ("retnet", {"use_short_conv": True, "bidirectional": False, "chunk_size": 16}),
     ("retnet", {"bidirectional": False, "chunk_size": 16}),
     ("retnet", {"key_dim": 24}),  # heads of 3 key dimensions: one pair turned
     ("based", {"heads": 2, "feature_dim": 4}),

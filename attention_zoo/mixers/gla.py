@@ -9,8 +9,9 @@ exp(logsigmoid(·) / ``gate_logit_normalizer``), one decay per key dimension (l.
 S_t = diag(α_t) S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width)
 (``attention_zoo.parts.gated_chunks``, the vector decay); each head's output RMS-normalised, times
 swish of the output gate (``FusedRMSNormGated``, l. 291-295); ``o_proj``
-(``attention_zoo.parts.gated_heads``). fla's options left at their defaults are not options here: no
-short convolution, no feature map on q and k, no clamp of the gate, keys and values for every head.
+(``attention_zoo.parts.gated_heads``). ``use_short_conv`` and ``conv_size``: fla's short convolution
+on q, k and v (l. 85-86, 137-156), off by default as fla's. fla's other options left at their defaults
+are not options here: no feature map on q and k, no clamp of the gate, keys and values for every head.
 
 ``bidirectional`` (the harness's choice: fla's layer is causal only; ``attention_zoo.parts.directions``):
 the recurrence also runs over the reversed sequence, with the same q, k, v and gates, and the two
@@ -40,7 +41,7 @@ class GatedLinearAttention(GatedHeads):
 
     State size: each head's (head key width × head value width) matrix per direction, key_dim ·
     (expand_v · dim / heads) · (2 if bidirectional else 1) (Zoology's ``key_dim * head_v_dim``,
-    ``zoology/mixers/gla.py:277-282``, without a short convolution); key_dim null is dim / 2.
+    ``zoology/mixers/gla.py:277-282``; the short convolution's taps not counted); key_dim null is dim / 2.
     """
 
     NAME = "gla"
@@ -60,10 +61,12 @@ class GatedLinearAttention(GatedHeads):
         bidirectional: bool = True,
         kernel: Kernel = "auto",
         chunk_size: PositiveInt | None = None,
+        use_short_conv: bool = False,
+        conv_size: PositiveInt = 4,
         causal: bool = False,
     ) -> None:
         shape = (dim, key_dim, expand_v, heads, norm_eps, bidirectional)
-        super().__init__(*shape, kernel, chunk_size, causal)
+        super().__init__(*shape, kernel, chunk_size, causal, conv_size if use_short_conv else None)
         self.gk_proj = nn.Sequential(
             nn.Linear(dim, gate_low_rank_dim, bias=False),
             nn.Linear(gate_low_rank_dim, self.q_proj.out_features),

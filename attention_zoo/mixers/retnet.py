@@ -12,8 +12,9 @@ leaves its last dimension unturned); a fixed decay per head,
 recurrence S_t = γ_h S_{t-1} + k_t v_tᵀ, o_t = q_tᵀ S_t / √(head key width)
 (``attention_zoo.parts.gated_chunks``, the scalar decay); each head's output RMS-normalised, times
 swish of the output gate (``FusedRMSNormGated``, l. 300-304); ``o_proj``
-(``attention_zoo.parts.gated_heads``). fla's options left at their defaults are not options here: no
-short convolution, no feature map, keys and values for every head.
+(``attention_zoo.parts.gated_heads``). ``use_short_conv`` and ``conv_size``: fla's short convolution
+on q, k and v before the rotation (l. 80-81, 129-148), off by default as fla's. fla's other options
+left at their defaults are not options here: no feature map, keys and values for every head.
 
 ``bidirectional`` (the harness's choice: fla's layer and the paper's retention are causal;
 ``attention_zoo.parts.directions``): the recurrence also runs over the reversed sequence, with the
@@ -69,10 +70,12 @@ class MultiScaleRetention(GatedHeads):
         bidirectional: bool = True,
         kernel: Kernel = "auto",
         chunk_size: PositiveInt | None = None,
+        use_short_conv: bool = False,
+        conv_size: PositiveInt = 4,
         causal: bool = False,
     ) -> None:
         shape = (dim, key_dim, expand_v, heads, norm_eps, bidirectional)
-        super().__init__(*shape, kernel, chunk_size, causal)
+        super().__init__(*shape, kernel, chunk_size, causal, conv_size if use_short_conv else None)
         self.rotated = 2 * (self.head_k // 2)  # rotary positions turn pairs of dimensions
         self.register_buffer("log_decays", retention_decays(heads), persistent=False)
 

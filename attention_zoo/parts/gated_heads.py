@@ -1,6 +1,9 @@
 """What fla's GLA and RetNet layers share around their recurrence (``fla/layers/gla.py``,
 ``fla/layers/multiscale_retention.py``): q and k projected to ``key_dim``, v and the output gate to
-``expand_v·dim``, all split into ``heads`` heads; the gated linear attention of each head
+``expand_v·dim``, all split into ``heads`` heads; where the layer's ``use_short_conv`` is on, a
+depthwise causal convolution of ``conv_size`` taps and SiLU on each of q, k and v (fla's
+``ShortConvolution``, ``fla/layers/gla.py:137-156``, off by default as fla's; ``parts.short_conv``),
+causal, so that padding after the real positions reaches none of them; the gated linear attention of each head
 (``gated_chunks``) in one direction or both (``directions``); each head's output RMS-normalised,
 times swish of the output gate (``gated_norm``); ``o_proj``. The subclass gives the decay (and
 anything it does to q and k). Weights keep ``nn.Linear``'s initialisation: fla sets its own in the
@@ -14,6 +17,7 @@ heads per direction, as Zoology counts GLA's (``key_dim * head_v_dim``,
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attention_zoo.parts.causality import require_for_causal
@@ -21,6 +25,7 @@ from attention_zoo.parts.directions import both_ways
 from attention_zoo.parts.fla_kernels import Kernel, check_kernel
 from attention_zoo.parts.gated_chunks import gated_linear_attention
 from attention_zoo.parts.gated_norm import GatedRMSNorm
+from attention_zoo.parts.short_conv import ShortConvolution
 
 
 def head_widths(name: str, dim: int, key_dim: int, expand_v: float, heads: int) -> tuple[int, int]:
@@ -54,6 +59,7 @@ class GatedHeads(nn.Module):
         kernel: Kernel,
         chunk_size: int | None,
         causal: bool,
+        conv_size: int | None = None,
     ) -> None:
         super().__init__()
         require_for_causal(self.NAME, causal, "bidirectional", bidirectional, False)
@@ -67,6 +73,9 @@ class GatedHeads(nn.Module):
         self.g_norm_swish_gate = GatedRMSNorm(self.head_v, norm_eps)
         self.o_proj = nn.Linear(value_dim, dim, bias=False)
         self.directions = 2 if bidirectional else 1
+        # fla's short convolutions (conv_bias false, its default), or none: conv_size None
+        widths = (key_dim, key_dim, value_dim) if conv_size else ()
+        self.convs = nn.ModuleList(ShortConvolution(width, conv_size, bias=False) for width in widths)
 
     @classmethod
     def key_width(cls, dim: int, key_dim: int | None) -> int:
@@ -90,10 +99,16 @@ class GatedHeads(nn.Module):
         key_dim = cls.key_width(dim, key_dim)
         return key_dim * head_widths(cls.NAME, dim, key_dim, expand_v, heads)[1] * (2 if bidirectional else 1)
 
+    def projected(self, x: torch.Tensor, which: int) -> torch.Tensor:
+        """x (B, L, dim) -> q, k or v (``which`` 0, 1, 2) (B, L, width), after its short convolution and
+        SiLU where the layer has them."""
+        u = (self.q_proj, self.k_proj, self.v_proj)[which](x)  # (B, L, width)
+        return F.silu(self.convs[which](u)) if self.convs else u
+
     def queries_and_keys(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, L, dim) -> q, k (B, L, H, head key width)."""
         heads = (-1, self.head_k)
-        return self.q_proj(x).unflatten(-1, heads), self.k_proj(x).unflatten(-1, heads)
+        return self.projected(x, 0).unflatten(-1, heads), self.projected(x, 1).unflatten(-1, heads)
 
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, mask: torch.Tensor | None
@@ -107,7 +122,7 @@ class GatedHeads(nn.Module):
         self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, mask: torch.Tensor | None
     ) -> torch.Tensor:
         """x (B, L, dim), its q, k (B, L, H, K) and log decays g -> (B, L, dim)."""
-        v = self.v_proj(x).unflatten(-1, (-1, self.head_v))  # (B, L, H, V)
+        v = self.projected(x, 2).unflatten(-1, (-1, self.head_v))  # (B, L, H, V)
         o = both_ways([self.attend] * self.directions, [q, k, v, g], mask)  # (B, L, H, V)
         gate = self.g_proj(x).unflatten(-1, (-1, self.head_v))  # (B, L, H, V)
         return self.o_proj(self.g_norm_swish_gate(o, gate).flatten(-2).to(x.dtype))  # (B, L, dim)
