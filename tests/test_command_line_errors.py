@@ -98,6 +98,11 @@ def lra_error(args: list[str], cwd: Path) -> str:
             "lra: cannot write to a-file/x: Not a directory; choose another folder ",
         ),
         (["-m", "hydra.sweep.dir=a-file/x"], "with hydra.sweep.dir=PATH"),
+        (  # a key of the swept entries, not of the default one
+            ["-m", "attention=gla,retnet", "attention.use_short_conv=true"],
+            "(attention is swept here, and Hydra checks a key against the default attention before the "
+            "sweep: ++attention.use_short_conv=VALUE sets it in every job)",
+        ),
     ],
 )
 def test_python_m_lra_prints_one_line(args, expected, tmp_path):

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import (
     ConfigCompositionException,
     HydraException,
@@ -88,6 +89,26 @@ def deeper(parent: object, key: str) -> list[str]:
     return [f"{name}.{key}" for name, node in nodes.items() if isinstance(node, DictConfig) and key in node]
 
 
+def swept_group_hint(full_key: str, argv: Sequence[str]) -> str:
+    """Where ``full_key`` lies in a config group the multirun ``argv`` sweeps (``-m attention=gla,retnet
+    attention.use_short_conv=true``): Hydra composes the sweep's own config with the group's default
+    before it expands the sweep, so the key was looked up there. ``++`` sets it in every job."""
+    group = full_key.partition(".")[0]
+    if group == full_key or not any(flag in argv for flag in SWEEP_FLAGS):
+        return ""
+    try:
+        overrides = OverridesParser.create().parse_overrides([arg for arg in argv if not arg.startswith("-")])
+    except OverrideParseException:
+        return ""
+    swept = [o for o in overrides if o.key_or_group == group and o.is_sweep_override()]
+    if not swept:
+        return ""
+    return (
+        f" ({group} is swept here, and Hydra checks a key against the default {group} before the sweep:"
+        f" ++{full_key}=VALUE sets it in every job)"
+    )
+
+
 def folder_line(error: OSError, sweep: bool) -> str:
     """The output folder Hydra could not create, and the key that chooses another."""
     return str(OutputFolderError.of(error, "hydra.sweep.dir=PATH" if sweep else "hydra.run.dir=PATH"))
@@ -102,7 +123,7 @@ def error_line(error: Exception, argv: Sequence[str]) -> str | None:
     if isinstance(error, ConfigCompositionException) and isinstance(cause, MissingConfigException):
         return option_line(cause)
     if isinstance(error, ConfigCompositionException) and isinstance(cause, MISSING_KEY):
-        return key_line(cause)
+        return key_line(cause) + swept_group_hint(str(cause.full_key), argv)
     if isinstance(error, OverrideParseException):
         return f"cannot parse {error.override!r}: {str(error).splitlines()[0]} (the syntax: {GRAMMAR})"
     if isinstance(error, ValueError) and str(error).startswith(ONE_MODE):
