@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import (
     ConfigCompositionException,
     HydraException,
@@ -35,6 +34,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from lra.config.errors import OutputFolderError
+from lra.config.naming import parse
 
 SWEEP_FLAGS = ("-m", "--multirun")
 MISSING_KEY = (ConfigKeyError, ConfigAttributeError)  # what omegaconf raises for a key not in struct
@@ -97,7 +97,7 @@ def swept_group_hint(full_key: str, argv: Sequence[str]) -> str:
     if group == full_key or not any(flag in argv for flag in SWEEP_FLAGS):
         return ""
     try:
-        overrides = OverridesParser.create().parse_overrides([arg for arg in argv if not arg.startswith("-")])
+        overrides = parse([arg for arg in argv if not arg.startswith("-")])
     except OverrideParseException:
         return ""
     swept = [o for o in overrides if o.key_or_group == group and o.is_sweep_override()]
