@@ -189,18 +189,25 @@ def test_a_mad_score_averages_only_the_levels_of_one_configuration(tmp_path: Pat
         0.98,
         0.98,
     )
+    write(
+        root,
+        "tier-compression",  # at MAD's length (32): the tier's cell differs only in its set
+        ["experiment=diagnostics_cpu_mad", "attention=standard", "task=compression"],
+        0.9,
+        0.9,
+    )
     table = section(report(root, tmp_path / "out"), "## MAD scores (%)")
     cells = {
-        (row[0], row[1]): row[2]
+        (row[0], row[1]): (row[2], row[6])  # in_context_recall, compression
         for label in ("mad", "diagnostics_cpu_mad")
         for row in rows(table, f"standard (experiment={label})")
     }
     assert cells == {  # (0.9 + 0.4) / 2: the levels of experiment=mad, not the other presets' runs
-        ("standard (experiment=mad)", "MAD levels"): "65.0† (2: baseline, vocab_size=32)",
+        ("standard (experiment=mad)", "MAD levels"): ("65.0† (2: baseline, vocab_size=32)", "—"),
         (
             "standard (experiment=diagnostics_cpu_mad)",
-            "not MAD's levels",
-        ): "98.00† (seq_len=64, num_train_examples=6400, fresh batches)",
+            "not MAD's levels: num_train_examples=6400, fresh batches",  # what both its cells share
+        ): ("98.00† (seq_len=64)", "90.00†"),
     }
     assert [row[1:3] for row in rows(table, "standard (no preset)")] == [["MAD levels", "20.0 (1: baseline)"]]
 

@@ -83,22 +83,23 @@ def level_name(run: Run) -> str | None:
     return None
 
 
-def off_baseline(run: Run) -> str:
-    """How a pick that is no level differs from MAD's baseline: ``seq_len=64, fresh batches``."""
+def off_baseline(run: Run) -> tuple[str, ...]:
+    """How a pick that is no level differs from MAD's baseline: (``seq_len=64``, ``fresh batches``)."""
     baseline = MAD_LEVELS[run.task]["baseline"]
     changed = [f"{key}={value}" for key, value in level_spec(run).items() if value != baseline[key]]
     fresh = ["fresh batches"] if run.config["task"].get("training_set", "fixed") != "fixed" else []
-    return ", ".join([*changed, *fresh]) or "baseline shape"
+    return tuple([*changed, *fresh]) or ("baseline shape",)
 
 
-def mad_cells(runs: Sequence[Run]) -> dict[tuple[str, str, str], dict[str, str]]:
-    """(setting, mixer, kind) -> task -> its cell: the score over MAD's levels (kind ``MAD levels``), or
-    a pick that is no level, alone (kind ``not MAD's levels``; a second such pick of one task and mixer
-    gets a row of its own)."""
+def mad_cells(runs: Sequence[Run]) -> dict[tuple[str, str, str], dict[str, tuple[str, tuple]]]:
+    """(setting, mixer, kind) -> task -> its cell as (value, details): the score over MAD's levels (kind
+    ``MAD levels``; the detail names the levels), or a pick that is no level, alone (kind ``not MAD's
+    levels``; the detail says how it differs from MAD's baseline; a second such pick of one task and
+    mixer gets a row of its own)."""
     chosen = [pick for pick in picks(runs) if pick.run.task in MAD_TASKS]
     named = labels(chosen, lambda run: LEVEL_KEYS)
     levels: dict[tuple[str, str, str], list[Pick]] = defaultdict(list)
-    cells: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
+    cells: dict[tuple[str, str, str], dict[str, tuple[str, tuple]]] = defaultdict(dict)
     for pick in chosen:
         run, label = pick.run, named[id(pick)]
         if level_name(run) is not None:
@@ -111,14 +112,33 @@ def mad_cells(runs: Sequence[Run]) -> dict[tuple[str, str, str], dict[str, str]]
         mean, std, seeds = pick.test()
         edge = EDGE_MARK if pick.edge() else ""
         cells[(setting(run), label, kind)][run.task] = (
-            f"{percent(mean, std, seeds)}{edge} ({off_baseline(run)})"
+            f"{percent(mean, std, seeds)}{edge}",
+            off_baseline(run),
         )
     for (where, label, task), members in levels.items():
         score = statistics.fmean(pick.test()[0] for pick in members)
         names = ", ".join(sorted(level_name(pick.run) for pick in members))
         edge = EDGE_MARK if any(pick.edge() for pick in members) else ""
-        cells[(where, label, "MAD levels")][task] = f"{100 * score:.1f}{edge} ({len(members)}: {names})"
+        cells[(where, label, "MAD levels")][task] = (
+            f"{100 * score:.1f}{edge}",
+            (f"{len(members)}: {names}",),
+        )
     return cells
+
+
+def mad_row(label: str, kind: str, row: dict[str, tuple[str, tuple]]) -> list[str]:
+    """A table row: each cell ``value (details)``; in a row of picks that are no level, the differences
+    from MAD's baseline every cell shares are said once, in its kind (``not MAD's levels: fresh
+    batches``)."""
+    first = next(iter(row.values()))[1]
+    no_level = kind.startswith("not MAD")
+    shared = [part for part in first if no_level and all(part in details for _, details in row.values())]
+    kind = f"{kind}: {', '.join(shared)}" if shared else kind
+    shown = {}
+    for task, (value, details) in row.items():
+        rest = [part for part in details if part not in shared]
+        shown[task] = f"{value} ({', '.join(rest)})" if rest else value
+    return [label, kind, *(shown.get(task, "—") for task in MAD_TASKS)]
 
 
 def mad_table(runs: Sequence[Run]) -> str:
@@ -128,9 +148,7 @@ def mad_table(runs: Sequence[Run]) -> str:
     blocks = []
     for name in SETTINGS.values():
         rows = [
-            [label, kind, *(row.get(task, "—") for task in MAD_TASKS)]
-            for (where, label, kind), row in sorted(cells.items())
-            if where == name
+            mad_row(label, kind, row) for (where, label, kind), row in sorted(cells.items()) if where == name
         ]
         if rows:
             blocks.append(f"**{name}**\n\n" + markdown_table(["mixer", "cells", *MAD_TASKS], rows))
@@ -183,6 +201,7 @@ MAD_NOTE = (
     "Per configuration and task, the mean over MAD's difficulty levels (`data_prep.recall.MAD_LEVELS`, "
     "named with their count in brackets) of each level's test accuracy at its best tuning values (MAD's "
     "score). A cell that is not one of MAD's levels (another length, fresh batches: the CPU tier's "
-    "cells) is its own, never averaged, with how it differs from MAD's baseline. "
+    "cells) is its own, never averaged, with how it differs from MAD's baseline (what a whole row "
+    "shares, once in its `cells`). "
     f"{EDGE_MARK}: a best at an edge of its sweep."
 )
