@@ -196,7 +196,8 @@ def test_a_mad_score_averages_only_the_levels_of_one_configuration(tmp_path: Pat
         0.9,
         0.9,
     )
-    table = section(report(root, tmp_path / "out"), "## MAD scores (%)")
+    text = report(root, tmp_path / "out")
+    table = section(text, "## MAD scores (%)")
     cells = {
         (row[0], row[1]): (row[2], row[6])  # in_context_recall, compression
         for label in ("mad", "diagnostics_cpu_mad")
@@ -210,6 +211,16 @@ def test_a_mad_score_averages_only_the_levels_of_one_configuration(tmp_path: Pat
         ): ("98.00† (seq_len=64)", "90.00†"),
     }
     assert [row[1:3] for row in rows(table, "standard (no preset)")] == [["MAD levels", "20.0 (1: baseline)"]]
+    picks = {  # each pick behind a score: its level, rate, sweep and edge
+        (row[2], row[3]): [row[5], *row[7:]] for row in rows(section(text, "## MAD: every pick"), "causal")
+    }
+    assert picks[("baseline", "standard (experiment=mad)")] == [
+        "90.00", "lr=0.0005, weight_decay=0", "best of 3 (lr × weight_decay)", "† one weight_decay only"
+    ]  # fmt: skip
+    assert picks[("vocab_size=32", "standard (experiment=mad)")][1:3] == [
+        "lr=0.0005, weight_decay=0",
+        "best of 1 (lr × weight_decay)",
+    ]
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ MAD's scores, and every recall run with its tuning values.
   each level's best pick, the levels named. A pick that is not one of MAD's levels (another length, a
   fresh training set: the CPU tier's cells) is never averaged: its cell shows it alone, with how its
   task differs from MAD's baseline.
+- ``mad_picks_table``: a row per pick behind MAD's table, with its rate, sweep and edge flag.
 - ``runs_table``: the appendix, every recall run with its tuning values, seed and accuracies.
 """
 
@@ -155,6 +156,32 @@ def mad_table(runs: Sequence[Run]) -> str:
     return "\n\n".join(blocks)
 
 
+def mad_picks_table(runs: Sequence[Run]) -> str:
+    """A row per pick behind MAD's table ("" when no MAD task ran): its level (or how it differs from
+    MAD's baseline), state size, test and validation accuracy, the tuning values picked, how many were
+    swept and its edge flag."""
+    chosen = [pick for pick in picks(runs) if pick.run.task in MAD_TASKS]
+    named = labels(chosen, lambda run: LEVEL_KEYS)
+    rows = []
+    for pick in chosen:
+        run, (mean, std, seeds) = pick.run, pick.test()
+        size = run.value(STATE_SIZE)
+        rows.append([
+            setting(run), run.task, level_name(run) or f"not a level: {', '.join(off_baseline(run))}",
+            named[id(pick)], f"{int(size):,}" if size else "—", percent(mean, std, seeds),
+            percent(pick.validation()), pick.picked_text(), pick.tried_text(),
+            pick.edge() and f"{EDGE_MARK} {pick.edge()}",
+        ])  # fmt: skip
+    headers = ["setting", "task", "level", "mixer", "state size", "test acc (%)", "val acc (%)", "picked",
+               "from", "edge"]  # fmt: skip
+    order = {task: index for index, task in enumerate(MAD_TASKS)}
+    return (
+        markdown_table(headers, sorted(rows, key=lambda row: (row[0], order[row[1]], *row[2:4])))
+        if rows
+        else ""
+    )
+
+
 def runs_table(runs: Sequence[Run]) -> str:
     """Every completed recall run: its setting, task, attention, state size, tuning values, seed, steps
     and accuracies, sorted."""
@@ -179,11 +206,18 @@ def recall_blocks(report: ReportInput) -> list[str]:
         blocks += ["## MQAR: every point of the figure", MQAR_NOTE, table]
     if table := mad_table(report.recall):
         blocks += ["## MAD scores (%)", MAD_NOTE, table]
+        blocks += ["## MAD: every pick behind the scores", MAD_PICKS_NOTE, mad_picks_table(report.recall)]
     if table := runs_table(report.recall):
         blocks += ["## Every recall run", RUNS_NOTE, table]
     return blocks
 
 
+MAD_PICKS_NOTE = (
+    "A row per pick of MAD's table: one configuration and task at the tuning values with the best "
+    "validation accuracy (mean over seeds), `from` how many were swept, its test accuracy (mean ± std "
+    f"over the seeds at those values). {EDGE_MARK}: a best at the highest or lowest value swept, or "
+    "from one value."
+)
 RUNS_NOTE = (
     "Each run with its tuning values (`tuned`: the preset's `tuning_axes`, e.g. the learning rate), "
     "from which the tables above pick."
