@@ -52,7 +52,7 @@ def refused(hydra_config: DictConfig, cfg: DictConfig, output_dir: Path, error: 
 
     overrides = list(hydra_config.overrides.task)
     row = {"task": cfg.task.name, "attention": cfg.attention.name, "seed": cfg.seed}
-    row["options"] = varied_options(overrides, scratch=cfg.get("pretrain", {}).get("mode") == "none")
+    row["options"] = varied_options(overrides, cfg.get("pretrain"))
     note_refused(Path(hydra_config.sweep.dir), hydra_config.job.num, overrides, error, row)
     print(f"lra: job #{hydra_config.job.num} could not start: {error}", file=sys.stderr, flush=True)
     return float("nan")

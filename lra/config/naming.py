@@ -15,7 +15,7 @@ are in every name already; a single run varies nothing and is named ``{task}-{at
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -57,9 +57,11 @@ def record_swept_keys(overrides: Sequence[str], preset_params: dict[str, Any] | 
     os.environ[SWEPT_KEYS_ENV] = " ".join(swept_keys([*params, *overrides]))
 
 
-def varied_options(job_overrides: Sequence[str], scratch: bool = False) -> dict[str, str]:
+def varied_options(job_overrides: Sequence[str], pretrain: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``{key: value}`` of this job for each key its sweep varies (``LRA_SWEPT_KEYS``), in sweep order;
-    for a run from scratch (``scratch``) without the ``pretrain.*`` options, which it ignores."""
+    for a run from scratch (its ``pretrain`` node's mode ``none``) without the ``pretrain.*`` options,
+    which it ignores."""
+    scratch = (pretrain or {}).get("mode") == "none"
     swept = os.environ.get(SWEPT_KEYS_ENV, "").split()
     values = {override.key_or_group: override.get_value_element_as_str() for override in parse(job_overrides)}
     return {
@@ -94,7 +96,7 @@ def job_name(
 ) -> str:
     """The ``${lra.job_name:...}`` resolver of ``hydra.sweep.subdir``: ``run_name`` of a job's overrides
     (``pretrain_mode``: the job's ``pretrain.mode``; ``none`` leaves its ``pretrain.*`` options out)."""
-    return run_name(task, attention, seed, varied_options(job_overrides, scratch=pretrain_mode == "none"))
+    return run_name(task, attention, seed, varied_options(job_overrides, {"mode": pretrain_mode}))
 
 
 def run_group(task: str) -> str:

@@ -121,7 +121,7 @@ def job_record(config: dict[str, Any], job_overrides: Sequence[str], resolved: b
     name), the ``preset`` it trained under (``experiment=``) and the ``fingerprint`` of what it computes
     (this module; None when ``config``, the job's config as plain data, is not ``resolved``: the run
     fails on it and names the reason)."""
-    options = varied_options(job_overrides, scratch=(config.get("pretrain") or {}).get("mode") == "none")
+    options = varied_options(job_overrides, config.get("pretrain"))
     return {
         "name": run_name(config["task"]["name"], config["attention"]["name"], config["seed"], options),
         "options": options,
