@@ -92,17 +92,24 @@ def off_baseline(run: Run) -> tuple[str, ...]:
     return tuple([*changed, *fresh]) or ("baseline shape",)
 
 
-def mad_cells(runs: Sequence[Run]) -> dict[tuple[str, str, str], dict[str, tuple[str, tuple]]]:
+def mad_picks(runs: Sequence[Run]) -> list[tuple[Pick, str]]:
+    """Each pick of a MAD task with its label (the attention and what differs, less the level's keys)."""
+    chosen = [pick for pick in picks(runs) if pick.run.task in MAD_TASKS]
+    named = labels(chosen, lambda run: LEVEL_KEYS)
+    return [(pick, named[id(pick)]) for pick in chosen]
+
+
+def mad_cells(
+    labelled: Sequence[tuple[Pick, str]],
+) -> dict[tuple[str, str, str], dict[str, tuple[str, tuple]]]:
     """(setting, mixer, kind) -> task -> its cell as (value, details): the score over MAD's levels (kind
     ``MAD levels``; the detail names the levels), or a pick that is no level, alone (kind ``not MAD's
     levels``; the detail says how it differs from MAD's baseline; a second such pick of one task and
     mixer gets a row of its own)."""
-    chosen = [pick for pick in picks(runs) if pick.run.task in MAD_TASKS]
-    named = labels(chosen, lambda run: LEVEL_KEYS)
     levels: dict[tuple[str, str, str], list[Pick]] = defaultdict(list)
     cells: dict[tuple[str, str, str], dict[str, tuple[str, tuple]]] = defaultdict(dict)
-    for pick in chosen:
-        run, label = pick.run, named[id(pick)]
+    for pick, label in labelled:
+        run = pick.run
         if level_name(run) is not None:
             levels[(setting(run), label, run.task)].append(pick)
             continue
@@ -142,10 +149,10 @@ def mad_row(label: str, kind: str, row: dict[str, tuple[str, tuple]]) -> list[st
     return [label, kind, *(shown.get(task, "—") for task in MAD_TASKS)]
 
 
-def mad_table(runs: Sequence[Run]) -> str:
-    """MAD's table per setting (markdown): a row per mixer and kind, a column per task ("" when no MAD
-    task ran)."""
-    cells = mad_cells(runs)
+def mad_table(labelled: Sequence[tuple[Pick, str]]) -> str:
+    """MAD's table per setting (markdown) of ``mad_picks``: a row per mixer and kind, a column per task
+    ("" when no MAD task ran)."""
+    cells = mad_cells(labelled)
     blocks = []
     for name in SETTINGS.values():
         rows = [
@@ -156,19 +163,17 @@ def mad_table(runs: Sequence[Run]) -> str:
     return "\n\n".join(blocks)
 
 
-def mad_picks_table(runs: Sequence[Run]) -> str:
-    """A row per pick behind MAD's table ("" when no MAD task ran): its level (or how it differs from
-    MAD's baseline), state size, test and validation accuracy, the tuning values picked, how many were
-    swept and its edge flag."""
-    chosen = [pick for pick in picks(runs) if pick.run.task in MAD_TASKS]
-    named = labels(chosen, lambda run: LEVEL_KEYS)
+def mad_picks_table(labelled: Sequence[tuple[Pick, str]]) -> str:
+    """A row per pick of ``mad_picks``, behind MAD's table ("" when no MAD task ran): its level (or how
+    it differs from MAD's baseline), state size, test and validation accuracy, the tuning values picked,
+    how many were swept and its edge flag."""
     rows = []
-    for pick in chosen:
+    for pick, label in labelled:
         run, (mean, std, seeds) = pick.run, pick.test()
         size = run.value(STATE_SIZE)
         rows.append([
             setting(run), run.task, level_name(run) or f"not a level: {', '.join(off_baseline(run))}",
-            named[id(pick)], f"{int(size):,}" if size else "—", percent(mean, std, seeds),
+            label, f"{int(size):,}" if size else "—", percent(mean, std, seeds),
             percent(pick.validation()), pick.picked_text(), pick.tried_text(),
             pick.edge() and f"{EDGE_MARK} {pick.edge()}",
         ])  # fmt: skip
@@ -204,9 +209,10 @@ def recall_blocks(report: ReportInput) -> list[str]:
     blocks = []
     if table := mqar_table(report.recall):
         blocks += ["## MQAR: every point of the figure", MQAR_NOTE, table]
-    if table := mad_table(report.recall):
+    mad = mad_picks(report.recall)
+    if table := mad_table(mad):
         blocks += ["## MAD scores (%)", MAD_NOTE, table]
-        blocks += ["## MAD: every pick behind the scores", MAD_PICKS_NOTE, mad_picks_table(report.recall)]
+        blocks += ["## MAD: every pick behind the scores", MAD_PICKS_NOTE, mad_picks_table(mad)]
     if table := runs_table(report.recall):
         blocks += ["## Every recall run", RUNS_NOTE, table]
     return blocks
