@@ -21,7 +21,10 @@ def saved_tensor_bytes(
     output)."""
     excluded = {t.untyped_storage().data_ptr() for t in exclude}
     storages: dict[int, int] = {}
-    pending, seen = [run().grad_fn], set()
+    # The output stays referenced during the walk: under torch 2.11 a custom Function's node gives up
+    # its graph (its ``next_functions``) once its output is freed.
+    output = run()
+    pending, seen = [output.grad_fn], set()
     while pending:
         node = pending.pop()
         if node is None or node in seen:
