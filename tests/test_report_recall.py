@@ -217,6 +217,12 @@ def test_a_mad_score_averages_only_the_levels_of_one_configuration(tmp_path: Pat
     assert picks[("baseline", "standard (experiment=mad)")] == [
         "90.00", "lr=0.0005, weight_decay=0", "best of 3 (lr × weight_decay)", "† one weight_decay only"
     ]  # fmt: skip
+    assert {level for level, mixer in picks if "diagnostics_cpu_mad" in mixer} == {
+        "not a level: seq_len=64",  # in_context_recall at 64 tokens; compression at MAD's own length
+        "not a level",
+    }  # what both share is said once, above the table
+    said = "Every pick here that is no MAD level has num_train_examples=6400, fresh batches;"
+    assert said in section(text, "## MAD: every pick")
     assert picks[("vocab_size=32", "standard (experiment=mad)")][1:3] == [
         "lr=0.0005, weight_decay=0",
         "best of 1 (lr × weight_decay)",

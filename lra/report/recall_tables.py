@@ -92,6 +92,11 @@ def off_baseline(run: Run) -> tuple[str, ...]:
     return tuple([*changed, *fresh]) or ("baseline shape",)
 
 
+def shared_parts(details: Sequence[tuple[str, ...]]) -> list[str]:
+    """The parts that every one of ``details`` holds, in the first one's order (none for no details)."""
+    return [part for part in details[0] if all(part in each for each in details[1:])] if details else []
+
+
 def mad_picks(runs: Sequence[Run]) -> list[tuple[Pick, str]]:
     """Each pick of a MAD task with its label (the attention and what differs, less the level's keys)."""
     chosen = [pick for pick in picks(runs) if pick.run.task in MAD_TASKS]
@@ -138,9 +143,7 @@ def mad_row(label: str, kind: str, row: dict[str, tuple[str, tuple]]) -> list[st
     """A table row: each cell ``value (details)``; in a row of picks that are no level, the differences
     from MAD's baseline every cell shares are said once, in its kind (``not MAD's levels: fresh
     batches``)."""
-    first = next(iter(row.values()))[1]
-    no_level = kind.startswith("not MAD")
-    shared = [part for part in first if no_level and all(part in details for _, details in row.values())]
+    shared = shared_parts([details for _, details in row.values()]) if kind.startswith("not MAD") else []
     kind = f"{kind}: {', '.join(shared)}" if shared else kind
     shown = {}
     for task, (value, details) in row.items():
@@ -165,26 +168,29 @@ def mad_table(labelled: Sequence[tuple[Pick, str]]) -> str:
 
 def mad_picks_table(labelled: Sequence[tuple[Pick, str]]) -> str:
     """A row per pick of ``mad_picks``, behind MAD's table ("" when no MAD task ran): its level (or how
-    it differs from MAD's baseline), state size, test and validation accuracy, the tuning values picked,
-    how many were swept and its edge flag."""
+    it differs from MAD's baseline, less what every such pick shares: that is said once, above the
+    table), state size, test and validation accuracy, the tuning values picked, how many were swept and
+    its edge flag."""
+    shared = shared_parts([off_baseline(pick.run) for pick, _ in labelled if level_name(pick.run) is None])
     rows = []
     for pick, label in labelled:
         run, (mean, std, seeds) = pick.run, pick.test()
         size = run.value(STATE_SIZE)
+        rest = ", ".join(part for part in off_baseline(run) if part not in shared)
         rows.append([
-            setting(run), run.task, level_name(run) or f"not a level: {', '.join(off_baseline(run))}",
+            setting(run), run.task, level_name(run) or ("not a level" + (f": {rest}" if rest else "")),
             label, f"{int(size):,}" if size else "—", percent(mean, std, seeds),
             percent(pick.validation()), pick.picked_text(), pick.tried_text(),
             pick.edge() and f"{EDGE_MARK} {pick.edge()}",
         ])  # fmt: skip
     headers = ["setting", "task", "level", "mixer", "state size", "test acc (%)", "val acc (%)", "picked",
                "from", "edge"]  # fmt: skip
+    if not rows:
+        return ""
     order = {task: index for index, task in enumerate(MAD_TASKS)}
-    return (
-        markdown_table(headers, sorted(rows, key=lambda row: (row[0], order[row[1]], *row[2:4])))
-        if rows
-        else ""
-    )
+    table = markdown_table(headers, sorted(rows, key=lambda row: (row[0], order[row[1]], *row[2:4])))
+    said = f"Every pick here that is no MAD level has {', '.join(shared)}; `level` names what else differs."
+    return f"{said}\n\n{table}" if shared else table
 
 
 def runs_table(runs: Sequence[Run]) -> str:
