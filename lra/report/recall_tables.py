@@ -171,12 +171,15 @@ def mad_picks_table(labelled: Sequence[tuple[Pick, str]]) -> str:
     it differs from MAD's baseline, less what every such pick shares: that is said once, above the
     table), state size, test and validation accuracy, the tuning values picked, how many were swept and
     its edge flag."""
-    shared = shared_parts([off_baseline(pick.run) for pick, _ in labelled if level_name(pick.run) is None])
+    if not labelled:
+        return ""
+    off = {id(pick): off_baseline(pick.run) for pick, _ in labelled if level_name(pick.run) is None}
+    shared = shared_parts(list(off.values()))
     rows = []
     for pick, label in labelled:
         run, (mean, std, seeds) = pick.run, pick.test()
         size = run.value(STATE_SIZE)
-        rest = ", ".join(part for part in off_baseline(run) if part not in shared)
+        rest = ", ".join(part for part in off.get(id(pick), ()) if part not in shared)
         rows.append([
             setting(run), run.task, level_name(run) or ("not a level" + (f": {rest}" if rest else "")),
             label, f"{int(size):,}" if size else "—", percent(mean, std, seeds),
@@ -185,8 +188,6 @@ def mad_picks_table(labelled: Sequence[tuple[Pick, str]]) -> str:
         ])  # fmt: skip
     headers = ["setting", "task", "level", "mixer", "state size", "test acc (%)", "val acc (%)", "picked",
                "from", "edge"]  # fmt: skip
-    if not rows:
-        return ""
     order = {task: index for index, task in enumerate(MAD_TASKS)}
     table = markdown_table(headers, sorted(rows, key=lambda row: (row[0], order[row[1]], *row[2:4])))
     said = f"Every pick here that is no MAD level has {', '.join(shared)}; `level` names what else differs."
